@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# visock top-level Makefile.
+#
+#   make                      build visock.ko for the running kernel
+#   make KDIR=<build dir>     ... or for another kernel's headers
+#   make check                the whole test suite (see README)
+#   make demo                 two emulated hosts talking over visock
+#   make install              install the module and the tools
+#
+# Inner-loop targets: modules-testbed, checkpatch, kunit, vm-test,
+# selftests, dkms-check.
+
+KDIR	?= /lib/modules/$(shell uname -r)/build
+PREFIX	?= /usr
+DESTDIR	?=
+TESTING	:= tools/testing
+
+VERSION	:= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+
+.PHONY: all modules modules-clean clean install modules_install check check-quick demo \
+	bench checkpatch kunit vm-test selftests dkms-check modules-testbed
+
+all: modules
+
+modules:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+modules-clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+
+modules_install:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
+
+install: modules_install
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
+	$(MAKE) -C $(TESTING)/selftests/net/visock clean
+	rm -rf build
+
+# Build visock.ko for both test-bed kernels (6.1 and 6.12) in build/<kver>,
+# with W=1 and sparse; fails on any warning.
+modules-testbed:
+	$(TESTING)/build-module.sh all
+
+checkpatch:
+	$(TESTING)/checkpatch.sh
+
+kunit:
+	$(TESTING)/kunit/run_kunit.sh
+
+selftests:
+	$(MAKE) -C $(TESTING)/selftests/net/visock
+
+vm-test: modules-testbed selftests
+	$(TESTING)/vm/vm.sh run --kernel $(or $(KERNEL),6.12) -- \
+		$(TESTING)/selftests/net/visock/run_tests.sh
+
+dkms-check:
+	$(TESTING)/dkms-check.sh
+
+check:
+	$(TESTING)/check.sh
+
+demo:
+	$(TESTING)/demo.sh

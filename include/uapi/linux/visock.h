@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * visock: TCP-compatible stream sockets carried over RDMA.
+ *
+ * User-visible constants of the AF_VISOCK socket family.
+ */
+#ifndef _UAPI_LINUX_VISOCK_H
+#define _UAPI_LINUX_VISOCK_H
+
+#include <linux/types.h>
+
+/*
+ * Address family number.
+ *
+ * sock_register() only accepts families below AF_MAX (46 from 6.1 to
+ * current mainline), so a private family must reuse a number that the
+ * kernel defines but never implements.  18 is AF_ASH: reserved since
+ * Linux 2.2, and no kernel (in-tree, from 6.1 to mainline) has ever
+ * registered a socket family for it.  The module checks at load time
+ * that nothing else took the slot and refuses to load if it did.
+ */
+#define AF_VISOCK		18
+#define PF_VISOCK		AF_VISOCK
+
+/*
+ * Protocol argument of socket(AF_VISOCK, SOCK_STREAM, protocol): selects
+ * the address family of the underlying TCP connection, i.e. whether
+ * bind()/connect() take a struct sockaddr_in or a struct sockaddr_in6.
+ */
+#define VISOCKPROTO_TCP4	0	/* IPv4, struct sockaddr_in */
+#define VISOCKPROTO_TCP6	1	/* IPv6, struct sockaddr_in6 */
+#define VISOCKPROTO_MAX		2
+
+/*
+ * Socket option level for getsockopt()/setsockopt().  Kernel SOL_*
+ * levels are allocated sequentially from 256 (SOL_VSOCK is 287 in 6.12),
+ * so a private level far from that range cannot collide with a future
+ * in-tree one.
+ */
+#define SOL_VISOCK		0x5653
+
+/*
+ * getsockopt(SOL_VISOCK, VISOCK_MODE): __u32, one of enum visock_mode.
+ * What the connection currently runs on.
+ */
+#define VISOCK_MODE		1
+/*
+ * getsockopt(SOL_VISOCK, VISOCK_FALLBACK_REASON): __u32, one of
+ * enum visock_fallback_reason; VISOCK_FB_NONE while not fallen back.
+ */
+#define VISOCK_FALLBACK_REASON	2
+
+/*
+ * getsockopt(SOL_VISOCK, VISOCK_INFO): struct visock_info.  The kernel
+ * copies min(optlen, sizeof(struct visock_info)) bytes and sets optlen;
+ * fields are only ever appended.
+ */
+#define VISOCK_INFO		3
+
+/**
+ * struct visock_info - state of one visock connection
+ * @vi_mode: enum visock_mode
+ * @vi_fallback_reason: enum visock_fallback_reason
+ * @vi_version: negotiated handshake protocol version, 0 if none
+ * @vi_local_qpn: number of the local RDMA queue pair, 0 if none
+ * @vi_peer_qpn: number of the peer's queue pair, 0 if none
+ * @vi_local_token: connection token chosen locally
+ * @vi_peer_token: connection token chosen by the peer
+ * @vi_rbuf_size: size of the local receive ring, bytes
+ * @vi_peer_rbuf_size: size of the peer's receive ring, bytes
+ * @vi_flags: VISOCK_INFO_F_* bits
+ */
+struct visock_info {
+	__u32 vi_mode;
+	__u32 vi_fallback_reason;
+	__u32 vi_version;
+	__u32 vi_local_qpn;
+	__u32 vi_peer_qpn;
+	__u32 vi_local_token;
+	__u32 vi_peer_token;
+	__u32 vi_rbuf_size;
+	__u32 vi_peer_rbuf_size;
+	__u32 vi_flags;
+};
+
+#define VISOCK_INFO_F_SYN_OPT	0x1	/* our SYN / SYN-ACK announced visock */
+#define VISOCK_INFO_F_PEER_OPT	0x2	/* the peer's announced visock */
+#define VISOCK_INFO_F_LINK_UP	0x4	/* RDMA queue pair is connected (RTS) */
+
+/**
+ * enum visock_mode - transport a visock connection is using
+ * @VISOCK_MODE_INIT: not connected yet
+ * @VISOCK_MODE_HANDSHAKE: TCP connected, RDMA negotiation running
+ * @VISOCK_MODE_RDMA: byte stream carried over RDMA
+ * @VISOCK_MODE_TCP: fell back to the internal TCP connection
+ */
+enum visock_mode {
+	VISOCK_MODE_INIT = 0,
+	VISOCK_MODE_HANDSHAKE = 1,
+	VISOCK_MODE_RDMA = 2,
+	VISOCK_MODE_TCP = 3,
+};
+
+/**
+ * enum visock_fallback_reason - why a connection runs over plain TCP
+ *
+ * Values are stable ABI: they appear in getsockopt(), statistics and
+ * handshake DECLINE messages.  New reasons are only ever appended.
+ */
+enum visock_fallback_reason {
+	VISOCK_FB_NONE = 0,		/* not fallen back */
+	VISOCK_FB_DISABLED = 1,		/* net.visock.enable=0 locally */
+	VISOCK_FB_PEER_NO_VISOCK = 2,	/* peer's SYN/SYN-ACK had no option */
+	VISOCK_FB_NO_DEVICE = 3,	/* no RDMA device for the route */
+	VISOCK_FB_PEER_NO_DEVICE = 4,	/* peer declined: no RDMA device */
+	VISOCK_FB_VERSION = 5,		/* no common protocol version */
+	VISOCK_FB_BAD_MSG = 6,		/* malformed handshake message */
+	VISOCK_FB_TIMEOUT = 7,		/* handshake timed out */
+	VISOCK_FB_NOMEM = 8,		/* out of memory locally */
+	VISOCK_FB_PEER_DECLINE = 9,	/* peer declined, no specific reason */
+	VISOCK_FB_QP_SETUP = 10,	/* creating/connecting the QP failed */
+	VISOCK_FB_BUF_EXHAUSTED = 11,	/* no receive ring available */
+	VISOCK_FB_DEVICE_GONE = 12,	/* RDMA device removed */
+	VISOCK_FB_SYNCOOKIE = 13,	/* SYN cookies: option not echoed */
+	VISOCK_FB_IO = 14,		/* TCP error during the handshake */
+	__VISOCK_FB_MAX,
+};
+#define VISOCK_FB_MAX	(__VISOCK_FB_MAX - 1)
+
+#endif /* _UAPI_LINUX_VISOCK_H */

@@ -1,0 +1,889 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock: the AF_VISOCK socket family.
+ *
+ * Implementation notes
+ * --------------------
+ *
+ * Objects.  A struct visock_sock (the "visock socket") is what the
+ * application's file points to.  It owns exactly one internal TCP socket
+ * (visock_tcp.c) from creation to release.  A listening visock socket
+ * owns a listening TCP socket; every connection TCP accepts on it becomes
+ * a new visock socket (a "child") that waits on the listener's accept
+ * queue until accept(2) hands it to the application.
+ *
+ * Lifetime.  The socket layer holds the reference taken by sk_alloc()
+ * from socket(2)/accept(2) until release.  A queued child's reference is
+ * held by its listener's accept queue and moves to the application's
+ * socket in accept(2).  Every queued work item holds a reference of its
+ * own (sock_hold() before queue_work(), dropped by the work, or by
+ * whoever cancels it).  The module cannot be unloaded while any visock
+ * socket exists: the socket layer and sk_alloc() hold module references.
+ *
+ * States.  sk_state uses TCP's values: TCP_CLOSE (new or closed),
+ * TCP_SYN_SENT (connect in progress), TCP_ESTABLISHED and TCP_LISTEN.
+ * What carries the bytes is the separate @mode (enum visock_mode).  In
+ * TCP mode every data call is forwarded to the internal TCP socket, which
+ * then provides all of TCP's semantics (blocking, timeouts, signals,
+ * MSG_* flags, SIGPIPE); poll() reads TCP's state but waits on the visock
+ * socket's wait queue, which visock_tcp.c wakes from TCP's callbacks.
+ *
+ * Locks, outermost first:
+ *   1. lock_sock() of a listener
+ *   2. lock_sock() of a visock socket (a child: only after 1, nested)
+ *   3. lock_sock() of its internal TCP socket (taken inside TCP calls)
+ *   4. visock_sock.accept_lock (spinlock, BH-safe) of a listener
+ *   5. sk_callback_lock of the internal TCP socket
+ * Data calls (sendmsg/recvmsg) in TCP mode take no visock lock at all, so
+ * that a reader blocked in TCP does not stop a writer, as with TCP.
+ */
+#include <linux/module.h>
+#include <linux/net.h>
+#include <linux/poll.h>
+#include <linux/sockptr.h>
+#include <linux/uaccess.h>
+#include <net/sock.h>
+#include <linux/tcp.h>
+#include <net/inet_sock.h>
+#include <net/tcp_states.h>
+
+#include "visock.h"
+#include "visock_link.h"
+
+static const struct proto_ops visock_stream_ops;
+
+struct proto visock_proto = {
+	.name		= "VISOCK",
+	.owner		= THIS_MODULE,
+	.obj_size	= sizeof(struct visock_sock),
+};
+
+static void visock_count_fallback(struct visock_sock *vsk, u8 reason)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	if (reason < __VISOCK_FB_MAX)
+		atomic64_inc(&vn->fallbacks[reason]);
+}
+
+/**
+ * visock_set_fallback() - the connection runs over its TCP socket
+ * @vsk: socket
+ * @reason: enum visock_fallback_reason
+ *
+ * Context: any; called once per connection.
+ */
+void visock_set_fallback(struct visock_sock *vsk, u8 reason)
+{
+	WRITE_ONCE(vsk->fb_reason, reason);
+	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
+	visock_count_fallback(vsk, reason);
+}
+
+/*
+ * Wait until the connection has settled on TCP or RDMA, or has failed.
+ * Data calls come here so that application bytes never mix with the
+ * handshake.  Called without any lock held.
+ */
+static int visock_wait_settled(struct visock_sock *vsk, long timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = &vsk->sk;
+	int err = 0;
+
+	add_wait_queue(sk_sleep(sk), &wait);
+	while (!test_bit(VISOCK_F_SETTLED, &vsk->flags) &&
+	       !READ_ONCE(sk->sk_err) &&
+	       READ_ONCE(sk->sk_state) != TCP_CLOSE) {
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		timeo = wait_woken(&wait, TASK_INTERRUPTIBLE, timeo);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return err;
+}
+
+static bool visock_settling(const struct visock_sock *vsk)
+{
+	int state = READ_ONCE(vsk->sk.sk_state);
+
+	return !test_bit(VISOCK_F_SETTLED, &vsk->flags) &&
+	       (state == TCP_SYN_SENT || state == TCP_ESTABLISHED);
+}
+
+static void visock_sk_destruct(struct sock *sk)
+{
+	WARN_ON_ONCE(visock_sk(sk)->tcp);
+	WARN_ON_ONCE(visock_sk(sk)->link);
+	WARN_ON_ONCE(visock_sk(sk)->listener);
+	WARN_ON_ONCE(!list_empty(&visock_sk(sk)->accept_q));
+}
+
+static void visock_accept_work(struct work_struct *work);
+
+static struct sock *visock_sk_alloc(struct net *net, struct socket *sock,
+				    int family, int kern)
+{
+	struct visock_sock *vsk;
+	struct sock *sk;
+
+	sk = sk_alloc(net, PF_VISOCK, GFP_KERNEL, &visock_proto, kern);
+	if (!sk)
+		return NULL;
+	sock_init_data(sock, sk);
+	sk->sk_destruct = visock_sk_destruct;
+	sk->sk_protocol = family == AF_INET6 ? VISOCKPROTO_TCP6 :
+					       VISOCKPROTO_TCP4;
+	sk->sk_state = TCP_CLOSE;
+
+	vsk = visock_sk(sk);
+	vsk->tcp = NULL;
+	vsk->flags = 0;
+	vsk->mode = VISOCK_MODE_INIT;
+	vsk->fb_reason = VISOCK_FB_NONE;
+	vsk->family = family;
+	spin_lock_init(&vsk->accept_lock);
+	INIT_LIST_HEAD(&vsk->accept_q);
+	INIT_LIST_HEAD(&vsk->accept_link);
+	vsk->accept_len = 0;
+	INIT_WORK(&vsk->accept_work, visock_accept_work);
+	visock_hs_init(vsk);
+	return sk;
+}
+
+/* Copy what a TCP socket inherited from its listener onto its owner. */
+static void visock_inherit_tcp_opts(struct sock *sk, const struct sock *tsk)
+{
+	WRITE_ONCE(sk->sk_rcvbuf, READ_ONCE(tsk->sk_rcvbuf));
+	WRITE_ONCE(sk->sk_sndbuf, READ_ONCE(tsk->sk_sndbuf));
+	WRITE_ONCE(sk->sk_rcvlowat, READ_ONCE(tsk->sk_rcvlowat));
+	WRITE_ONCE(sk->sk_rcvtimeo, READ_ONCE(tsk->sk_rcvtimeo));
+	WRITE_ONCE(sk->sk_sndtimeo, READ_ONCE(tsk->sk_sndtimeo));
+	WRITE_ONCE(sk->sk_lingertime, READ_ONCE(tsk->sk_lingertime));
+	sock_valbool_flag(sk, SOCK_LINGER, sock_flag(tsk, SOCK_LINGER));
+	sock_valbool_flag(sk, SOCK_KEEPOPEN, sock_flag(tsk, SOCK_KEEPOPEN));
+	sk->sk_userlocks = tsk->sk_userlocks;
+	sk->sk_mark = READ_ONCE(tsk->sk_mark);
+	sk->sk_priority = READ_ONCE(tsk->sk_priority);
+}
+
+static int visock_create(struct net *net, struct socket *sock, int protocol,
+			 int kern)
+{
+	struct visock_sock *vsk;
+	struct sock *sk;
+	int family, err;
+
+	if (sock->type != SOCK_STREAM)
+		return -ESOCKTNOSUPPORT;
+	switch (protocol) {
+	case VISOCKPROTO_TCP4:
+		family = AF_INET;
+		break;
+	case VISOCKPROTO_TCP6:
+		family = AF_INET6;
+		break;
+	default:
+		return -EPROTONOSUPPORT;
+	}
+
+	sock->state = SS_UNCONNECTED;
+	sock->ops = &visock_stream_ops;
+
+	sk = visock_sk_alloc(net, sock, family, kern);
+	if (!sk)
+		return -ENOMEM;
+	vsk = visock_sk(sk);
+
+	err = visock_tcp_create(vsk, net);
+	if (err) {
+		sock_orphan(sk);
+		sock->sk = NULL;
+		sk_free(sk);
+		return err;
+	}
+	/* Start from TCP's defaults, not the generic socket ones. */
+	visock_inherit_tcp_opts(sk, vsk->tcp->sk);
+	/* SOL_SOCKET options reach visock_setsockopt() to be mirrored. */
+	if (VISOCK_HAVE_CUSTOM_SOCKOPT)
+		set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
+	return 0;
+}
+
+const struct net_proto_family visock_family_ops = {
+	.family	= PF_VISOCK,
+	.owner	= THIS_MODULE,
+	.create	= visock_create,
+};
+
+/* ------------------------------------------------------------------ */
+/* Listening and accepting                                             */
+/* ------------------------------------------------------------------ */
+
+/**
+ * visock_listen_kick() - pull new connections from the internal listener
+ * @lvsk: listening visock socket
+ *
+ * Context: any, including TCP's softirq callbacks.
+ */
+void visock_listen_kick(struct visock_sock *lvsk)
+{
+	sock_hold(&lvsk->sk);
+	if (!queue_work(visock_wq, &lvsk->accept_work))
+		sock_put(&lvsk->sk);
+}
+
+/*
+ * Free a child that never reached the application; resets its peer.
+ * May run from the child's own handshake work, so it must not wait for
+ * that work: a still-queued instance holds its own reference and finds
+ * nothing left to do.
+ */
+static void visock_child_destroy(struct visock_sock *child)
+{
+	struct sock *sk = &child->sk;
+
+	if (cancel_delayed_work(&child->hs_work))
+		sock_put(sk);
+	lock_sock(sk);
+	visock_link_destroy(child->link);
+	child->link = NULL;
+	if (child->tcp)
+		sock_no_linger(child->tcp->sk);
+	visock_tcp_release(child);
+	sk->sk_state = TCP_CLOSE;
+	release_sock(sk);
+	if (child->listener) {
+		sock_put(&child->listener->sk);
+		child->listener = NULL;
+	}
+	sock_orphan(sk);
+	sock_put(sk);
+}
+
+/*
+ * A child whose connection is settled becomes visible to accept(2).
+ * Caller holds lock_sock() of the listener, which is still listening.
+ */
+static void visock_accept_enqueue(struct visock_sock *lvsk,
+				  struct visock_sock *child)
+{
+	spin_lock_bh(&lvsk->accept_lock);
+	list_add_tail(&child->accept_link, &lvsk->accept_q);
+	lvsk->accept_len++;
+	spin_unlock_bh(&lvsk->accept_lock);
+	lvsk->sk.sk_data_ready(&lvsk->sk);
+}
+
+static struct visock_sock *visock_accept_dequeue(struct visock_sock *lvsk)
+{
+	struct visock_sock *child;
+
+	spin_lock_bh(&lvsk->accept_lock);
+	child = list_first_entry_or_null(&lvsk->accept_q, struct visock_sock,
+					 accept_link);
+	if (child) {
+		list_del_init(&child->accept_link);
+		lvsk->accept_len--;
+	}
+	spin_unlock_bh(&lvsk->accept_lock);
+	return child;
+}
+
+static struct visock_sock *visock_child_alloc(struct visock_sock *lvsk,
+					      struct socket *tcp)
+{
+	struct sock *lsk = &lvsk->sk;
+	struct sock *sk;
+
+	sk = visock_sk_alloc(sock_net(lsk), NULL, lvsk->family, 0);
+	if (!sk)
+		return NULL;
+	sk->sk_type = SOCK_STREAM;
+	sk->sk_uid = lsk->sk_uid;
+	sk->sk_state = TCP_ESTABLISHED;
+	visock_tcp_attach(visock_sk(sk), tcp, lvsk);
+	visock_inherit_tcp_opts(sk, tcp->sk);
+	sock_hold(lsk);
+	visock_sk(sk)->listener = lvsk;
+	visock_decide_child(visock_sk(sk));
+	return visock_sk(sk);
+}
+
+/**
+ * visock_child_settled() - a child finished its handshake
+ * @child: server-side socket, settled, with a listener reference
+ *
+ * Queues @child for accept(2), or frees it if the listener is gone or
+ * the handshake ended the connection.
+ *
+ * Context: process context, no lock held.
+ */
+void visock_child_settled(struct visock_sock *child)
+{
+	struct visock_sock *lvsk = child->listener;
+	struct sock *lsk = &lvsk->sk;
+	bool queued = false;
+
+	lock_sock(lsk);
+	if (lsk->sk_state == TCP_LISTEN && !READ_ONCE(child->sk.sk_err)) {
+		child->listener = NULL;
+		visock_accept_enqueue(lvsk, child);
+		queued = true;
+	}
+	release_sock(lsk);
+	if (queued)
+		sock_put(lsk);
+	else
+		visock_child_destroy(child);
+}
+
+/*
+ * Move connections from the internal listener's accept queue to ours.
+ * Runs on visock_wq with a reference on the listener.  It never waits for
+ * the network: each child settles its own connection.
+ */
+static void visock_accept_work(struct work_struct *work)
+{
+	struct visock_sock *lvsk = container_of(work, struct visock_sock,
+						accept_work);
+	struct sock *lsk = &lvsk->sk;
+	struct visock_sock *child;
+	struct socket *tcp;
+	int err;
+
+	lock_sock(lsk);
+	while (lsk->sk_state == TCP_LISTEN &&
+	       READ_ONCE(lvsk->accept_len) <=
+	       READ_ONCE(lsk->sk_max_ack_backlog)) {
+		err = kernel_accept(lvsk->tcp, &tcp, O_NONBLOCK);
+		if (err)
+			break;
+		child = visock_child_alloc(lvsk, tcp);
+		if (!child) {
+			sock_no_linger(tcp->sk);
+			sock_release(tcp);
+			continue;
+		}
+		/* Settled at once, or later by its handshake work. */
+		if (!visock_decide(child)) {
+			child->listener = NULL;
+			sock_put(lsk);	/* still held by our caller */
+			visock_accept_enqueue(lvsk, child);
+		}
+	}
+	release_sock(lsk);
+	sock_put(lsk);
+}
+
+static int visock_listen(struct socket *sock, int backlog)
+{
+	struct sock *sk = sock->sk;
+	struct visock_sock *vsk = visock_sk(sk);
+	int one = 1;
+	int err;
+
+	lock_sock(sk);
+	if (sk->sk_state != TCP_CLOSE && sk->sk_state != TCP_LISTEN) {
+		err = -EINVAL;
+		goto out;
+	}
+	visock_tcp_sync_opts(vsk);
+	/* The SYN-ACK hook and accepted children read the client's SYN. */
+	err = vsk->tcp->ops->setsockopt(vsk->tcp, SOL_TCP, TCP_SAVE_SYN,
+					KERNEL_SOCKPTR(&one), sizeof(one));
+	if (err)
+		goto out;
+	err = kernel_listen(vsk->tcp, backlog);
+	if (err)
+		goto out;
+	WRITE_ONCE(sk->sk_max_ack_backlog,
+		   READ_ONCE(vsk->tcp->sk->sk_max_ack_backlog));
+	if (sk->sk_state != TCP_LISTEN) {
+		set_bit(VISOCK_F_LISTENER, &vsk->flags);
+		sk->sk_state = TCP_LISTEN;
+		/* Connections may have completed before we set TCP_LISTEN. */
+		visock_listen_kick(vsk);
+	}
+out:
+	release_sock(sk);
+	return err;
+}
+
+static int visock_accept(VISOCK_ACCEPT_ARGS)
+{
+	struct sock *sk = sock->sk;
+	struct visock_sock *lvsk = visock_sk(sk);
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct visock_sock *child = NULL;
+	struct sock *nsk;
+	long timeo;
+	int err = 0;
+
+	lock_sock(sk);
+	if (sk->sk_state != TCP_LISTEN) {
+		err = -EINVAL;
+		goto out;
+	}
+
+	timeo = sock_rcvtimeo(sk, VISOCK_ACCEPT_FLAGS() & O_NONBLOCK);
+	add_wait_queue(sk_sleep(sk), &wait);
+	for (;;) {
+		child = visock_accept_dequeue(lvsk);
+		if (child)
+			break;
+		if (sk->sk_state != TCP_LISTEN) {
+			err = -EINVAL;
+			break;
+		}
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		release_sock(sk);
+		if (list_empty_careful(&lvsk->accept_q))
+			timeo = wait_woken(&wait, TASK_INTERRUPTIBLE, timeo);
+		lock_sock(sk);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	if (!child)
+		goto out;
+
+	/* Room in our queue again: take more from TCP's. */
+	visock_listen_kick(lvsk);
+
+	nsk = &child->sk;
+	lock_sock_nested(nsk, SINGLE_DEPTH_NESTING);
+	sock_graft(nsk, newsock);
+	newsock->state = SS_CONNECTED;
+	if (VISOCK_HAVE_CUSTOM_SOCKOPT)
+		set_bit(SOCK_CUSTOM_SOCKOPT, &newsock->flags);
+	release_sock(nsk);
+out:
+	release_sock(sk);
+	return err;
+}
+
+/* Called with the listener's state already set to TCP_CLOSE. */
+static void visock_listen_stop(struct visock_sock *lvsk)
+{
+	struct visock_sock *child;
+
+	/* No more callbacks: nothing can queue the accept work again. */
+	visock_tcp_detach(lvsk);
+	if (cancel_work_sync(&lvsk->accept_work))
+		sock_put(&lvsk->sk);
+	while ((child = visock_accept_dequeue(lvsk)))
+		visock_child_destroy(child);
+}
+
+/* ------------------------------------------------------------------ */
+/* Connection setup and teardown                                       */
+/* ------------------------------------------------------------------ */
+
+/**
+ * visock_tcp_state_changed() - the internal TCP socket changed state
+ * @vsk: its visock socket
+ * @tcp_state: TCP's new state
+ *
+ * Completes a non-blocking connect: the connection settles as soon as TCP
+ * is established, before the application sees POLLOUT.
+ *
+ * Context: softirq or process context, under the TCP socket's
+ * sk_callback_lock (read).
+ */
+void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state)
+{
+	struct sock *sk = &vsk->sk;
+
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_HANDSHAKE) {
+		/* Let the handshake see the FIN or reset. */
+		visock_hs_kick(vsk);
+	} else if (tcp_state == TCP_ESTABLISHED &&
+		   READ_ONCE(sk->sk_state) == TCP_SYN_SENT) {
+		WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
+		visock_decide(vsk);
+	} else if (tcp_state == TCP_CLOSE &&
+		 READ_ONCE(sk->sk_state) == TCP_SYN_SENT)
+		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+}
+
+static int visock_bind(struct socket *sock, struct sockaddr *addr, int len)
+{
+	struct visock_sock *vsk = visock_sk(sock->sk);
+
+	visock_tcp_sync_opts(vsk);
+	return kernel_bind(vsk->tcp, addr, len);
+}
+
+static int visock_connect(struct socket *sock, struct sockaddr *addr,
+			  int len, int flags)
+{
+	struct sock *sk = sock->sk;
+	struct visock_sock *vsk = visock_sk(sk);
+	int err;
+
+	long timeo;
+
+	lock_sock(sk);
+	if (sk->sk_state == TCP_LISTEN) {
+		release_sock(sk);
+		return -EISCONN;
+	}
+	if (visock_settling(vsk) && sk->sk_state == TCP_ESTABLISHED) {
+		/* TCP is up, the handshake still runs. */
+		release_sock(sk);
+		return -EALREADY;
+	}
+	if (sk->sk_state == TCP_CLOSE && vsk->mode == VISOCK_MODE_INIT)
+		sk->sk_state = TCP_SYN_SENT;
+	release_sock(sk);
+
+	visock_tcp_sync_opts(vsk);
+	/* TCP blocks here for a blocking connect, without our lock held. */
+	err = vsk->tcp->ops->connect(vsk->tcp, addr, len, flags);
+	visock_tcp_consume_err(vsk, err);
+
+	lock_sock(sk);
+	if (!err) {
+		if (sk->sk_state == TCP_SYN_SENT)
+			WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
+		visock_decide(vsk);
+	} else if (err && err != -EINPROGRESS && err != -EALREADY &&
+		 inet_sk_state_load(vsk->tcp->sk) == TCP_CLOSE &&
+		 sk->sk_state == TCP_SYN_SENT)
+		sk->sk_state = TCP_CLOSE;
+	if (!err)
+		sock->state = SS_CONNECTED;
+	release_sock(sk);
+
+	if (!err && !test_bit(VISOCK_F_SETTLED, &vsk->flags)) {
+		/* Like TCP's connect(): wait for the whole setup. */
+		timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
+		err = visock_wait_settled(vsk, timeo);
+		if (err == -EAGAIN)
+			err = -EINPROGRESS;
+	}
+	if (!err)
+		err = sock_error(sk);
+	return err;
+}
+
+static int visock_release(struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+	struct visock_sock *vsk;
+	bool listening;
+
+	if (!sk)
+		return 0;
+	vsk = visock_sk(sk);
+
+	lock_sock(sk);
+	listening = test_bit(VISOCK_F_LISTENER, &vsk->flags);
+	sk->sk_state = TCP_CLOSE;
+	sk->sk_shutdown = SHUTDOWN_MASK;
+	release_sock(sk);
+
+	if (listening)
+		visock_listen_stop(vsk);
+	visock_hs_cancel(vsk);
+	visock_link_destroy(vsk->link);
+	vsk->link = NULL;
+
+	/* TCP closes the connection, lingering if SO_LINGER says so. */
+	if (vsk->tcp)
+		visock_tcp_sync_opts(vsk);
+	visock_tcp_release(vsk);
+
+	lock_sock(sk);
+	sock_orphan(sk);
+	sock->sk = NULL;
+	release_sock(sk);
+	sock_put(sk);
+	return 0;
+}
+
+static int visock_shutdown(struct socket *sock, int how)
+{
+	struct sock *sk = sock->sk;
+	struct visock_sock *vsk = visock_sk(sk);
+	int err;
+
+	if (sk->sk_state == TCP_LISTEN) {
+		/* Like TCP: shutting down reading stops a listener. */
+		if (how != SHUT_RD && how != SHUT_RDWR)
+			return how == SHUT_WR ? 0 : -EINVAL;
+		lock_sock(sk);
+		sk->sk_state = TCP_CLOSE;
+		release_sock(sk);
+		err = kernel_sock_shutdown(vsk->tcp, how);
+		sk->sk_state_change(sk);
+		return err;
+	}
+	err = kernel_sock_shutdown(vsk->tcp, how);
+	visock_tcp_consume_err(vsk, err);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Data and control                                                    */
+/* ------------------------------------------------------------------ */
+
+static __poll_t visock_poll(struct file *file, struct socket *sock,
+			    poll_table *wait)
+{
+	struct sock *sk = sock->sk;
+	struct visock_sock *vsk = visock_sk(sk);
+	struct sock *tsk = vsk->tcp->sk;
+	__poll_t mask;
+
+	sock_poll_wait(file, sock, wait);
+
+	if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
+		return list_empty_careful(&vsk->accept_q) ? 0 :
+		       EPOLLIN | EPOLLRDNORM;
+
+	/* TCP's view, without registering on TCP's wait queue. */
+	mask = vsk->tcp->ops->poll(file, vsk->tcp, NULL) & ~EPOLLERR;
+	/* No data events before the connection has settled. */
+	if (visock_settling(vsk) && inet_sk_state_load(tsk) != TCP_CLOSE)
+		mask &= ~(EPOLLIN | EPOLLRDNORM | EPOLLOUT | EPOLLWRNORM |
+			  EPOLLWRBAND);
+	if (READ_ONCE(sk->sk_err) ||
+	    !skb_queue_empty_lockless(&tsk->sk_error_queue))
+		mask |= EPOLLERR;
+	return mask;
+}
+
+static int visock_getname(struct socket *sock, struct sockaddr *addr,
+			  int peer)
+{
+	struct visock_sock *vsk = visock_sk(sock->sk);
+
+	return vsk->tcp->ops->getname(vsk->tcp, addr, peer);
+}
+
+static int visock_ioctl(struct socket *sock, unsigned int cmd,
+			unsigned long arg)
+{
+	struct visock_sock *vsk = visock_sk(sock->sk);
+
+	return vsk->tcp->ops->ioctl(vsk->tcp, cmd, arg);
+}
+
+static int visock_sendmsg(struct socket *sock, struct msghdr *msg,
+			  size_t len)
+{
+	struct visock_sock *vsk = visock_sk(sock->sk);
+	int ret;
+
+	if (msg->msg_flags & MSG_OOB)
+		return -EOPNOTSUPP;
+	if (visock_settling(vsk)) {
+		ret = visock_wait_settled(vsk, sock_sndtimeo(sock->sk,
+					  msg->msg_flags & MSG_DONTWAIT));
+		if (ret)
+			return ret;
+	}
+	visock_tcp_sync_opts(vsk);
+	ret = vsk->tcp->ops->sendmsg(vsk->tcp, msg, len);
+	visock_tcp_consume_err(vsk, ret);
+	return ret;
+}
+
+static int visock_recvmsg(struct socket *sock, struct msghdr *msg,
+			  size_t len, int flags)
+{
+	struct visock_sock *vsk = visock_sk(sock->sk);
+	int ret;
+
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP;
+	if (visock_settling(vsk)) {
+		ret = visock_wait_settled(vsk, sock_rcvtimeo(sock->sk,
+					  flags & MSG_DONTWAIT));
+		if (ret)
+			return ret;
+	}
+	visock_tcp_sync_opts(vsk);
+	ret = vsk->tcp->ops->recvmsg(vsk->tcp, msg, len, flags);
+	visock_tcp_consume_err(vsk, ret);
+	return ret;
+}
+
+/*
+ * SOL_SOCKET options that change how the TCP connection behaves: they are
+ * set on the visock socket (which getsockopt() reads) and on the internal
+ * TCP socket (which acts on them).
+ */
+static bool visock_sol_socket_mirrored(int optname)
+{
+	switch (optname) {
+	case SO_REUSEADDR:
+	case SO_REUSEPORT:
+	case SO_KEEPALIVE:
+	case SO_LINGER:
+	case SO_RCVBUF:
+	case SO_SNDBUF:
+	case SO_RCVBUFFORCE:
+	case SO_SNDBUFFORCE:
+	case SO_RCVLOWAT:
+	case SO_RCVTIMEO_OLD:
+	case SO_RCVTIMEO_NEW:
+	case SO_SNDTIMEO_OLD:
+	case SO_SNDTIMEO_NEW:
+	case SO_PRIORITY:
+	case SO_MARK:
+	case SO_BINDTODEVICE:
+	case SO_BINDTOIFINDEX:
+	case SO_DONTROUTE:
+	case SO_OOBINLINE:
+	case SO_INCOMING_CPU:
+	case SO_MAX_PACING_RATE:
+	case SO_TIMESTAMP_OLD:
+	case SO_TIMESTAMP_NEW:
+	case SO_TIMESTAMPNS_OLD:
+	case SO_TIMESTAMPNS_NEW:
+		return true;
+	default:
+		return false;
+	}
+}
+
+#define VISOCK_SOCKOPT_MAX	64
+
+static int visock_setsockopt_socket(struct socket *sock, int optname,
+				    sockptr_t optval, unsigned int optlen)
+{
+	struct visock_sock *vsk = visock_sk(sock->sk);
+	u8 buf[VISOCK_SOCKOPT_MAX];
+	unsigned int len;
+	int err;
+
+	if (!visock_sol_socket_mirrored(optname))
+		return sock_setsockopt(sock, SOL_SOCKET, optname, optval,
+				       optlen);
+
+	/* One copy for both sockets: they must see the same value. */
+	len = min_t(unsigned int, optlen, sizeof(buf));
+	if (copy_from_sockptr(buf, optval, len))
+		return -EFAULT;
+	err = sock_setsockopt(sock, SOL_SOCKET, optname,
+			      KERNEL_SOCKPTR(buf), len);
+	if (err)
+		return err;
+	return sock_setsockopt(vsk->tcp, SOL_SOCKET, optname,
+			       KERNEL_SOCKPTR(buf), len);
+}
+
+static int visock_setsockopt(struct socket *sock, int level, int optname,
+			     sockptr_t optval, unsigned int optlen)
+{
+	struct visock_sock *vsk = visock_sk(sock->sk);
+
+	if (level == SOL_SOCKET)
+		return visock_setsockopt_socket(sock, optname, optval, optlen);
+	if (level == SOL_VISOCK)
+		return -ENOPROTOOPT;
+	visock_tcp_sync_opts(vsk);
+	return vsk->tcp->ops->setsockopt(vsk->tcp, level, optname, optval,
+					 optlen);
+}
+
+static int visock_getsockopt_info(struct visock_sock *vsk,
+				  char __user *optval, int __user *optlen,
+				  int len)
+{
+	struct visock_info info = { };
+
+	if (len < 0)
+		return -EINVAL;
+	lock_sock(&vsk->sk);
+	info.vi_mode = READ_ONCE(vsk->mode);
+	info.vi_fallback_reason = READ_ONCE(vsk->fb_reason);
+	info.vi_version = vsk->hs_version;
+	info.vi_local_qpn = vsk->link ? visock_link_qpn(vsk->link) : 0;
+	info.vi_peer_qpn = vsk->peer_qpn;
+	info.vi_local_token = vsk->local_token;
+	info.vi_peer_token = vsk->peer_token;
+	info.vi_rbuf_size = vsk->link ? visock_link_rbuf_size(vsk->link) : 0;
+	info.vi_peer_rbuf_size = vsk->peer_rbuf_size;
+	if (test_bit(VISOCK_F_SYN_OPT, &vsk->flags))
+		info.vi_flags |= VISOCK_INFO_F_SYN_OPT;
+	if (test_bit(VISOCK_F_PEER_OPT, &vsk->flags))
+		info.vi_flags |= VISOCK_INFO_F_PEER_OPT;
+	if (test_bit(VISOCK_F_LINK_UP, &vsk->flags))
+		info.vi_flags |= VISOCK_INFO_F_LINK_UP;
+	release_sock(&vsk->sk);
+
+	len = min_t(int, len, sizeof(info));
+	if (put_user(len, optlen) || copy_to_user(optval, &info, len))
+		return -EFAULT;
+	return 0;
+}
+
+static int visock_getsockopt(struct socket *sock, int level, int optname,
+			     char __user *optval, int __user *optlen)
+{
+	struct visock_sock *vsk = visock_sk(sock->sk);
+	u32 val;
+	int len;
+
+	if (level != SOL_VISOCK) {
+		visock_tcp_sync_opts(vsk);
+		return vsk->tcp->ops->getsockopt(vsk->tcp, level, optname,
+						 optval, optlen);
+	}
+
+	if (get_user(len, optlen))
+		return -EFAULT;
+	if (optname == VISOCK_INFO)
+		return visock_getsockopt_info(vsk, optval, optlen, len);
+	if (len < (int)sizeof(val))
+		return -EINVAL;
+	switch (optname) {
+	case VISOCK_MODE:
+		val = READ_ONCE(vsk->mode);
+		break;
+	case VISOCK_FALLBACK_REASON:
+		val = READ_ONCE(vsk->fb_reason);
+		break;
+	default:
+		return -ENOPROTOOPT;
+	}
+	len = sizeof(val);
+	if (put_user(len, optlen) || copy_to_user(optval, &val, len))
+		return -EFAULT;
+	return 0;
+}
+
+static const struct proto_ops visock_stream_ops = {
+	.family		= PF_VISOCK,
+	.owner		= THIS_MODULE,
+	.release	= visock_release,
+	.bind		= visock_bind,
+	.connect	= visock_connect,
+	.socketpair	= sock_no_socketpair,
+	.accept		= visock_accept,
+	.getname	= visock_getname,
+	.poll		= visock_poll,
+	.ioctl		= visock_ioctl,
+	.listen		= visock_listen,
+	.shutdown	= visock_shutdown,
+	.setsockopt	= visock_setsockopt,
+	.getsockopt	= visock_getsockopt,
+	.sendmsg	= visock_sendmsg,
+	.recvmsg	= visock_recvmsg,
+	.mmap		= sock_no_mmap,
+};

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * visock: private definitions shared by the files of visock.ko.
+ *
+ * Prototypes are grouped under the name of the file that defines them.
+ */
+#ifndef _NET_VISOCK_H
+#define _NET_VISOCK_H
+
+#include <linux/types.h>
+#include <linux/list.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <net/sock.h>
+#include <net/netns/generic.h>
+#include <linux/visock.h>
+
+#include "visock_compat.h"
+#include "visock_wire.h"
+
+/* Default of net.visock.handshake_timeout_ms. */
+#define VISOCK_HS_TIMEOUT_MS_DEFAULT	3000
+
+/**
+ * struct visock_net - per network namespace state
+ * @enable: net.visock.enable; read locklessly with READ_ONCE()
+ * @hs_timeout_ms: net.visock.handshake_timeout_ms
+ * @sysctl_hdr: registered net.visock.* table of this namespace
+ * @fallbacks: connections that fell back, per enum visock_fallback_reason
+ * @conns_rdma: connections that switched to RDMA
+ * @hs_started: in-band handshakes started (client and server side)
+ * @hs_done: handshakes that set up an RDMA link
+ * @hs_aborted: handshakes that ended the connection (timeout, framing)
+ */
+struct visock_net {
+	int enable;
+	int hs_timeout_ms;
+	struct ctl_table_header *sysctl_hdr;
+	atomic64_t fallbacks[__VISOCK_FB_MAX];
+	atomic64_t conns_rdma;
+	atomic64_t hs_started;
+	atomic64_t hs_done;
+	atomic64_t hs_aborted;
+};
+
+/**
+ * struct visock_sock - an AF_VISOCK socket
+ * @sk: the socket seen by the socket layer; must stay first
+ * @tcp: internal kernel TCP socket carrying the connection (and the
+ *	byte stream itself while in TCP mode).  Set at creation (or by the
+ *	listener for accepted sockets) and released in visock_release();
+ *	constant in between.
+ * @flags: VISOCK_F_* bits, atomic bitops
+ * @mode: enum visock_mode; written under lock_sock(@sk), read locklessly
+ * @fb_reason: enum visock_fallback_reason once @mode is VISOCK_MODE_TCP
+ * @family: AF_INET or AF_INET6, the family of @tcp
+ * @local_opt: option we sent (valid with VISOCK_F_SYN_OPT)
+ * @peer_opt: option the peer sent (valid with VISOCK_F_PEER_OPT)
+ * @accept_lock: protects @accept_q and @accept_len (listener only);
+ *	taken inside lock_sock(@sk) or on its own, never the other way
+ * @accept_q: accepted children whose handshake has settled, FIFO
+ * @accept_len: length of @accept_q
+ * @accept_work: pulls new connections from @tcp into @accept_q
+ * @accept_link: entry in the parent listener's @accept_q
+ * @hs_state: enum visock_hs_state, under lock_sock(@sk)
+ * @hs_version: negotiated protocol version
+ * @hs_deadline: jiffies by which the peer's next message must be complete
+ * @hs_work: runs the handshake state machine (visock_handshake.c)
+ * @listener: for a child still in its handshake, the listener it goes
+ *	to (referenced); NULL otherwise
+ * @link: RDMA link of this connection, or NULL
+ * @local_token: token we chose; @peer_token: token the peer chose
+ * @peer_qpn: the peer's QP number; @peer_rbuf_size: its ring size
+ * @saved_data_ready: @tcp's callbacks before visock took them over,
+ *	restored before @tcp is released (under @tcp's sk_callback_lock)
+ * @saved_write_space: see @saved_data_ready
+ * @saved_state_change: see @saved_data_ready
+ * @saved_error_report: see @saved_data_ready
+ */
+struct visock_sock {
+	struct sock sk;
+	struct socket *tcp;
+	unsigned long flags;
+	u8 mode;
+	u8 fb_reason;
+	u16 family;
+	struct visock_synopt local_opt;
+	struct visock_synopt peer_opt;
+
+	spinlock_t accept_lock;
+	struct list_head accept_q;
+	unsigned int accept_len;
+	struct work_struct accept_work;
+	struct list_head accept_link;
+
+	u8 hs_state;
+	u8 hs_version;
+	unsigned long hs_deadline;
+	struct delayed_work hs_work;
+	struct visock_sock *listener;
+	struct visock_link *link;
+	u32 local_token;
+	u32 peer_token;
+	u32 peer_qpn;
+	u32 peer_rbuf_size;
+
+	void (*saved_data_ready)(struct sock *sk);
+	void (*saved_write_space)(struct sock *sk);
+	void (*saved_state_change)(struct sock *sk);
+	void (*saved_error_report)(struct sock *sk);
+};
+
+/* visock_sock.flags */
+enum {
+	VISOCK_F_DECIDED,	/* visock_decide() ran for this connection */
+	VISOCK_F_SETTLED,	/* mode decided for this connection */
+	VISOCK_F_LISTENER,	/* listen() succeeded once: has accept state */
+	VISOCK_F_SYN_OPT,	/* our SYN / SYN-ACK carried the option */
+	VISOCK_F_PEER_OPT,	/* the peer's SYN / SYN-ACK carried it */
+	VISOCK_F_LINK_UP,	/* @link reached RTS, peer confirmed */
+};
+
+/*
+ * Flags byte of the visock option in the copy of a client's SYN that TCP
+ * saves for an internal listener: visock_nf.c records there what the
+ * SYN-ACK echoed (bits outside VISOCK_TCPOPT_F_PEER_MASK).
+ */
+#define VISOCK_SAVED_F_ECHOED		0x80	/* the SYN-ACK echoed it */
+#define VISOCK_SAVED_F_ECHO_RDMA	0x40	/* ... with F_RDMA */
+
+/* Handshake states (visock_handshake.c) */
+enum visock_hs_state {
+	VISOCK_HS_NONE,		/* no in-band handshake (yet) */
+	VISOCK_HS_CLI_START,	/* client: send REQ */
+	VISOCK_HS_CLI_WAIT_REP,	/* client: REQ sent, waiting for REP */
+	VISOCK_HS_SRV_WAIT_REQ,	/* server: waiting for REQ */
+	VISOCK_HS_SRV_WAIT_CONFIRM, /* server: REP sent */
+	VISOCK_HS_DONE,		/* settled, one way or the other */
+};
+
+struct visock_link;
+
+static inline struct visock_sock *visock_sk(const struct sock *sk)
+{
+	return (struct visock_sock *)sk;
+}
+
+/* visock_main.c */
+extern unsigned int visock_net_id;
+extern struct workqueue_struct *visock_wq;
+
+static inline struct visock_net *visock_net(const struct net *net)
+{
+	return net_generic(net, visock_net_id);
+}
+
+/* af_visock.c */
+extern struct proto visock_proto;
+extern const struct net_proto_family visock_family_ops;
+void visock_listen_kick(struct visock_sock *vsk);
+void visock_child_settled(struct visock_sock *child);
+void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state);
+
+/* visock_tcp.c */
+int visock_tcp_create(struct visock_sock *vsk, struct net *net);
+void visock_tcp_attach(struct visock_sock *vsk, struct socket *tcp,
+		       const struct visock_sock *from);
+void visock_tcp_detach(struct visock_sock *vsk);
+void visock_tcp_release(struct visock_sock *vsk);
+void visock_tcp_consume_err(struct visock_sock *vsk, long ret);
+void visock_tcp_sync_opts(struct visock_sock *vsk);
+bool visock_is_internal_tcp(const struct sock *sk);
+bool visock_tcp_syn_opt(struct sock *tsk, struct visock_synopt *opt);
+bool visock_tcp_synack_opt(struct sock *listener,
+			   const struct visock_synopt *peer,
+			   struct visock_synopt *opt);
+void visock_tcp_peer_opt(struct sock *tsk, const struct visock_synopt *opt);
+
+/* visock_handshake.c */
+void visock_hs_init(struct visock_sock *vsk);
+void visock_hs_start(struct visock_sock *vsk, u8 state);
+void visock_hs_kick(struct visock_sock *vsk);
+void visock_hs_cancel(struct visock_sock *vsk);
+int visock_decide(struct visock_sock *vsk);
+void visock_decide_child(struct visock_sock *child);
+void visock_set_fallback(struct visock_sock *vsk, u8 reason);
+
+/* visock_ib.c */
+int visock_ib_init(void);
+void visock_ib_exit(void);
+unsigned int visock_ib_device_count(void);
+
+/* visock_sysctl.c */
+int visock_sysctl_net_init(struct net *net);
+void visock_sysctl_net_exit(struct net *net);
+
+#endif /* _NET_VISOCK_H */

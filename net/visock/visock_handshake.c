@@ -1,0 +1,657 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock: the RDMA handshake state machine.
+ *
+ * When a TCP connection between two visock sockets is established and
+ * both SYN and SYN-ACK carried the visock option with the RDMA flag, the
+ * two sides settle the RDMA connection with three messages over that TCP
+ * connection (codecs in visock_hs_codec.c):
+ *
+ *   client                                   server
+ *     | ---- REQ (QP, GID, PSN, MTU, ring) ---> |  creates its QP, RTS,
+ *     |                                         |  registers its ring
+ *     | <--- REP (the same, server side) ------ |
+ *   RTS, registers its ring                     |
+ *     | ---- CONFIRM (token) -----------------> |
+ *
+ * Either side may answer with DECLINE (and a reason) instead; both then
+ * keep using TCP.  Each side knows exactly how many messages it will
+ * receive, so after any complete message the stream is in sync and a
+ * fallback to TCP loses and duplicates nothing.  Two cases cannot fall
+ * back safely and end the connection instead (ETIMEDOUT / EPROTO): the
+ * peer stops answering after a message was sent, or its bytes start like
+ * a visock message but are not correctly framed.
+ *
+ * The server does not trust the echo in the SYN-ACK to have arrived (a
+ * middlebox may strip it): it only peeks at the first bytes; anything
+ * that does not start with the visock magic, or silence until the
+ * timeout, makes it a plain TCP connection with those bytes still queued.
+ *
+ * Nothing here blocks on the network.  The state machine is a delayed
+ * work item (@hs_work) run on visock_wq: kicked when the handshake starts
+ * and when the internal TCP socket has data, and scheduled for the
+ * current deadline.  Each run reads what is there without waiting and
+ * returns.  It runs under lock_sock() of the visock socket and holds a
+ * socket reference while queued.
+ */
+#include <linux/jiffies.h>
+#include <linux/random.h>
+#include <linux/uio.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "visock.h"
+#include "visock_link.h"
+
+/* Default ring size until size classes come from SO_RCVBUF. */
+#define VISOCK_HS_RBUF_SIZE	(64U * 1024)
+
+static const u8 visock_hs_magic[4] = {
+	(VISOCK_HS_MAGIC >> 24) & 0xff, (VISOCK_HS_MAGIC >> 16) & 0xff,
+	(VISOCK_HS_MAGIC >> 8) & 0xff, VISOCK_HS_MAGIC & 0xff,
+};
+
+static void visock_hs_work(struct work_struct *work);
+
+/**
+ * visock_hs_init() - initialise the handshake part of a new socket
+ * @vsk: socket being allocated
+ *
+ * Context: process context, before @vsk is visible.
+ */
+void visock_hs_init(struct visock_sock *vsk)
+{
+	vsk->hs_state = VISOCK_HS_NONE;
+	vsk->hs_version = 0;
+	vsk->listener = NULL;
+	vsk->link = NULL;
+	vsk->local_token = 0;
+	vsk->peer_token = 0;
+	vsk->peer_qpn = 0;
+	vsk->peer_rbuf_size = 0;
+	INIT_DELAYED_WORK(&vsk->hs_work, visock_hs_work);
+}
+
+/*
+ * Queue the state machine; every queued instance holds a reference.
+ * @now: run immediately even if it is already queued for later.
+ */
+static void visock_hs_queue(struct visock_sock *vsk, unsigned long delay,
+			    bool now)
+{
+	sock_hold(&vsk->sk);
+	if (now) {
+		/* Was already queued: that queueing holds a reference. */
+		if (mod_delayed_work(visock_wq, &vsk->hs_work, 0))
+			sock_put(&vsk->sk);
+	} else if (!queue_delayed_work(visock_wq, &vsk->hs_work, delay)) {
+		sock_put(&vsk->sk);
+	}
+}
+
+/**
+ * visock_hs_kick() - run the handshake state machine soon
+ * @vsk: socket in handshake
+ *
+ * Context: any, including TCP's callbacks.
+ */
+void visock_hs_kick(struct visock_sock *vsk)
+{
+	visock_hs_queue(vsk, 0, true);
+}
+
+/**
+ * visock_hs_cancel() - stop the handshake work of a socket being freed
+ * @vsk: socket
+ *
+ * Context: process context, without lock_sock(@vsk) held.
+ */
+void visock_hs_cancel(struct visock_sock *vsk)
+{
+	if (cancel_delayed_work_sync(&vsk->hs_work))
+		sock_put(&vsk->sk);
+}
+
+static unsigned long visock_hs_timeout(const struct visock_sock *vsk)
+{
+	const struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	return msecs_to_jiffies(READ_ONCE(vn->hs_timeout_ms));
+}
+
+/**
+ * visock_hs_start() - begin the in-band handshake
+ * @vsk: socket whose TCP connection just got established
+ * @state: VISOCK_HS_CLI_START or VISOCK_HS_SRV_WAIT_REQ
+ *
+ * Context: any (may be TCP's softirq callback); only queues work.
+ */
+void visock_hs_start(struct visock_sock *vsk, u8 state)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	atomic64_inc(&vn->hs_started);
+	vsk->hs_state = state;
+	vsk->hs_deadline = jiffies + visock_hs_timeout(vsk);
+	WRITE_ONCE(vsk->mode, VISOCK_MODE_HANDSHAKE);
+	visock_hs_kick(vsk);
+}
+
+/* Wake everybody who waits for the connection to settle. */
+static void visock_hs_wake(struct visock_sock *vsk)
+{
+	struct sock *sk = &vsk->sk;
+
+	sk->sk_state_change(sk);
+	sk->sk_write_space(sk);
+	sk->sk_data_ready(sk);
+}
+
+static void visock_hs_drop_link(struct visock_sock *vsk)
+{
+	visock_link_destroy(vsk->link);
+	vsk->link = NULL;
+	clear_bit(VISOCK_F_LINK_UP, &vsk->flags);
+}
+
+/* Settle on TCP: the stream is in sync, nothing was lost. */
+static void visock_hs_fallback(struct visock_sock *vsk, u8 reason)
+{
+	visock_hs_drop_link(vsk);
+	vsk->hs_state = VISOCK_HS_DONE;
+	visock_set_fallback(vsk, reason);
+	set_bit(VISOCK_F_SETTLED, &vsk->flags);
+}
+
+/*
+ * The RDMA link is up.  The data path of this version still carries the
+ * bytes over TCP: the connection reports mode TCP, no fallback reason and
+ * VISOCK_INFO_F_LINK_UP.
+ */
+static void visock_hs_success(struct visock_sock *vsk)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	atomic64_inc(&vn->hs_done);
+	set_bit(VISOCK_F_LINK_UP, &vsk->flags);
+	vsk->hs_state = VISOCK_HS_DONE;
+	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
+	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
+	set_bit(VISOCK_F_SETTLED, &vsk->flags);
+}
+
+/* The stream cannot be trusted any more: end the connection. */
+static void visock_hs_abort(struct visock_sock *vsk, int err)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	atomic64_inc(&vn->hs_aborted);
+	visock_hs_drop_link(vsk);
+	vsk->hs_state = VISOCK_HS_DONE;
+	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
+	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
+	set_bit(VISOCK_F_SETTLED, &vsk->flags);
+	WRITE_ONCE(vsk->sk.sk_err, err);
+	/* Reset the TCP connection: the peer must not read on. */
+	sock_no_linger(vsk->tcp->sk);
+	kernel_sock_shutdown(vsk->tcp, SHUT_RDWR);
+	vsk->sk.sk_error_report(&vsk->sk);
+}
+
+static int visock_hs_send(struct visock_sock *vsk, struct visock_hs_msg *m)
+{
+	u8 buf[VISOCK_HS_MAX_LEN];
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec iov;
+	int len, ret;
+
+	m->version = VISOCK_HS_VERSION;
+	len = visock_hs_encode(m, buf, sizeof(buf));
+	if (WARN_ON_ONCE(len < 0))
+		return len;
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	/* A fresh connection's send buffer always has room for this. */
+	ret = kernel_sendmsg(vsk->tcp, &msg, &iov, 1, len);
+	if (ret == len)
+		return 0;
+	return ret < 0 ? ret : -EIO;
+}
+
+static int visock_hs_decline(struct visock_sock *vsk, u8 reason)
+{
+	struct visock_hs_msg m = {
+		.type = VISOCK_HS_DECLINE,
+		.present = VISOCK_HSF(VISOCK_TLV_REASON),
+		.reason = reason,
+	};
+
+	return visock_hs_send(vsk, &m);
+}
+
+/*
+ * Read one handshake message without blocking.
+ * Return: 1 and @m filled: a whole message was consumed and decoded;
+ *	0: not complete yet, nothing consumed;
+ *	-ENOMSG: the bytes are not a visock message, nothing consumed;
+ *	-EBADMSG: one whole message was consumed but is invalid;
+ *	-EPROTO: visock magic but broken framing;
+ *	-ECONNRESET: the peer closed; other negative: TCP error.
+ */
+static int visock_hs_recv(struct visock_sock *vsk, struct visock_hs_msg *m)
+{
+	u8 buf[VISOCK_HS_MAX_LEN];
+	struct msghdr msg = { };
+	struct kvec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	int got, len;
+
+	got = kernel_recvmsg(vsk->tcp, &msg, &iov, 1, sizeof(buf),
+			     MSG_PEEK | MSG_DONTWAIT);
+	if (got == -EAGAIN)
+		return 0;
+	if (got < 0)
+		return got;
+	if (got == 0)
+		return -ECONNRESET;
+	if (memcmp(buf, visock_hs_magic, min_t(int, got, 4)))
+		return -ENOMSG;
+	if (got < VISOCK_HS_HDR_LEN)
+		return 0;
+	len = visock_hs_msg_len(buf, got);
+	if (len < 0)
+		return -EPROTO;
+	if (got < len)
+		return 0;
+
+	memset(&msg, 0, sizeof(msg));
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	got = kernel_recvmsg(vsk->tcp, &msg, &iov, 1, len, MSG_DONTWAIT);
+	if (got != len)
+		return got < 0 ? got : -EPROTO;
+	return visock_hs_decode(buf, len, m) ? -EBADMSG : 1;
+}
+
+/* Map a peer's DECLINE reason to ours. */
+static u8 visock_hs_peer_reason(u32 reason)
+{
+	switch (reason) {
+	case VISOCK_FB_NO_DEVICE:
+		return VISOCK_FB_PEER_NO_DEVICE;
+	case VISOCK_FB_VERSION:
+		return VISOCK_FB_VERSION;
+	default:
+		return VISOCK_FB_PEER_DECLINE;
+	}
+}
+
+static u8 visock_hs_link_reason(int err)
+{
+	switch (err) {
+	case -ENODEV:
+		return VISOCK_FB_NO_DEVICE;
+	case -ENOMEM:
+		return VISOCK_FB_NOMEM;
+	default:
+		return VISOCK_FB_QP_SETUP;
+	}
+}
+
+static int visock_hs_local_addr(struct visock_sock *vsk,
+				struct sockaddr_storage *addr)
+{
+	int len = kernel_getsockname(vsk->tcp, (struct sockaddr *)addr);
+
+	return len < 0 ? len : 0;
+}
+
+/* Create our end of the link and describe it in @m. */
+static int visock_hs_make_link(struct visock_sock *vsk,
+			       struct visock_hs_msg *m, u8 type)
+{
+	struct sockaddr_storage local;
+	int err;
+
+	err = visock_hs_local_addr(vsk, &local);
+	if (err)
+		return err;
+	err = visock_link_create(sock_net(&vsk->sk),
+				 (struct sockaddr *)&local,
+				 VISOCK_HS_RBUF_SIZE, &vsk->link);
+	if (err)
+		return err;
+
+	vsk->local_token = get_random_u32() | 1;
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->present = VISOCK_HSF(VISOCK_TLV_FEATURES) |
+		     VISOCK_HSF(VISOCK_TLV_TOKEN) |
+		     VISOCK_HSF(VISOCK_TLV_LINK);
+	m->features = 0;
+	m->token = vsk->local_token;
+	m->lgr_id = 0;
+	m->link_id = visock_link_qpn(vsk->link);
+	visock_link_local_params(vsk->link, m);
+	return 0;
+}
+
+static void visock_hs_note_peer(struct visock_sock *vsk,
+				const struct visock_hs_msg *m)
+{
+	vsk->hs_version = min_t(u8, m->version, VISOCK_HS_VERSION);
+	vsk->peer_token = m->token;
+	vsk->peer_qpn = m->qpn;
+	vsk->peer_rbuf_size = m->rbuf_size;
+}
+
+/* Client: create the QP and send REQ. */
+static void visock_hs_cli_start(struct visock_sock *vsk)
+{
+	struct visock_hs_msg m;
+	int err;
+
+	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REQ);
+	if (err) {
+		u8 reason = visock_hs_link_reason(err);
+
+		/* The server waits for our first message: tell it. */
+		if (visock_hs_decline(vsk, reason))
+			visock_hs_abort(vsk, EPROTO);
+		else
+			visock_hs_fallback(vsk, reason);
+		return;
+	}
+	err = visock_hs_send(vsk, &m);
+	if (err) {
+		visock_hs_abort(vsk, -err);
+		return;
+	}
+	vsk->hs_state = VISOCK_HS_CLI_WAIT_REP;
+	vsk->hs_deadline = jiffies + visock_hs_timeout(vsk);
+}
+
+/* Client: REP or DECLINE arrived. */
+static void visock_hs_cli_rep(struct visock_sock *vsk,
+			      const struct visock_hs_msg *rep)
+{
+	struct visock_hs_msg m;
+	int err;
+
+	if (rep->type == VISOCK_HS_DECLINE) {
+		visock_hs_fallback(vsk, visock_hs_peer_reason(rep->reason));
+		return;
+	}
+	if (rep->type != VISOCK_HS_REP) {
+		/* The server waits for CONFIRM or DECLINE: decline. */
+		if (visock_hs_decline(vsk, VISOCK_FB_BAD_MSG))
+			visock_hs_abort(vsk, EPROTO);
+		else
+			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
+		return;
+	}
+	visock_hs_note_peer(vsk, rep);
+	err = visock_link_connect(vsk->link, rep);
+	if (err) {
+		u8 reason = visock_hs_link_reason(err);
+
+		if (visock_hs_decline(vsk, reason))
+			visock_hs_abort(vsk, EPROTO);
+		else
+			visock_hs_fallback(vsk, reason);
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = VISOCK_HS_CONFIRM;
+	m.present = VISOCK_HSF(VISOCK_TLV_TOKEN);
+	m.token = vsk->peer_token;
+	err = visock_hs_send(vsk, &m);
+	if (err) {
+		visock_hs_abort(vsk, -err);
+		return;
+	}
+	visock_hs_success(vsk);
+}
+
+/* Server: REQ (or the client's DECLINE) arrived. */
+static void visock_hs_srv_req(struct visock_sock *vsk,
+			      const struct visock_hs_msg *req)
+{
+	struct visock_hs_msg m;
+	int err;
+
+	if (req->type == VISOCK_HS_DECLINE) {
+		visock_hs_fallback(vsk, visock_hs_peer_reason(req->reason));
+		return;
+	}
+	if (req->type != VISOCK_HS_REQ) {
+		if (visock_hs_decline(vsk, VISOCK_FB_BAD_MSG))
+			visock_hs_abort(vsk, EPROTO);
+		else
+			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
+		return;
+	}
+	visock_hs_note_peer(vsk, req);
+	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REP);
+	if (!err)
+		err = visock_link_connect(vsk->link, req);
+	if (err) {
+		u8 reason = visock_hs_link_reason(err);
+
+		if (visock_hs_decline(vsk, reason))
+			visock_hs_abort(vsk, EPROTO);
+		else
+			visock_hs_fallback(vsk, reason);
+		return;
+	}
+	err = visock_hs_send(vsk, &m);
+	if (err) {
+		visock_hs_abort(vsk, -err);
+		return;
+	}
+	vsk->hs_state = VISOCK_HS_SRV_WAIT_CONFIRM;
+	vsk->hs_deadline = jiffies + visock_hs_timeout(vsk);
+}
+
+/* Server: CONFIRM or DECLINE arrived; nothing more is owed either way. */
+static void visock_hs_srv_confirm(struct visock_sock *vsk,
+				  const struct visock_hs_msg *m)
+{
+	if (m->type == VISOCK_HS_DECLINE)
+		visock_hs_fallback(vsk, visock_hs_peer_reason(m->reason));
+	else if (m->type != VISOCK_HS_CONFIRM || m->token != vsk->local_token)
+		visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
+	else
+		visock_hs_success(vsk);
+}
+
+/* One step of the state machine.  Caller holds lock_sock(). */
+static void visock_hs_step(struct visock_sock *vsk)
+{
+	struct visock_hs_msg m;
+	int ret;
+
+	if (vsk->hs_state == VISOCK_HS_CLI_START) {
+		visock_hs_cli_start(vsk);
+		if (vsk->hs_state == VISOCK_HS_DONE)
+			return;
+	}
+
+	ret = visock_hs_recv(vsk, &m);
+	if (ret < 0 && ret != -EBADMSG && ret != -EPROTO &&
+	    vsk->hs_state == VISOCK_HS_SRV_WAIT_REQ) {
+		/*
+		 * Nothing was sent or consumed yet: whatever the client did
+		 * (plain TCP bytes, EOF, reset), the application sees it on a
+		 * plain TCP connection.
+		 */
+		visock_hs_fallback(vsk, ret == -ENOMSG ?
+					VISOCK_FB_PEER_NO_VISOCK :
+					VISOCK_FB_IO);
+		return;
+	}
+	if (ret == 0) {
+		if (time_after_eq(jiffies, vsk->hs_deadline)) {
+			/* Nothing sent yet on the server: TCP is safe. */
+			if (vsk->hs_state == VISOCK_HS_SRV_WAIT_REQ)
+				visock_hs_fallback(vsk, VISOCK_FB_TIMEOUT);
+			else
+				visock_hs_abort(vsk, ETIMEDOUT);
+		}
+		return;
+	}
+	if (ret == -EBADMSG) {
+		/* One whole message consumed: still in sync. */
+		if (vsk->hs_state == VISOCK_HS_SRV_WAIT_CONFIRM) {
+			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
+		} else if (visock_hs_decline(vsk, VISOCK_FB_BAD_MSG)) {
+			visock_hs_abort(vsk, EPROTO);
+		} else {
+			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
+		}
+		return;
+	}
+	if (ret < 0) {
+		visock_hs_abort(vsk, ret == -ENOMSG ? EPROTO : -ret);
+		return;
+	}
+
+	switch (vsk->hs_state) {
+	case VISOCK_HS_CLI_WAIT_REP:
+		visock_hs_cli_rep(vsk, &m);
+		break;
+	case VISOCK_HS_SRV_WAIT_REQ:
+		visock_hs_srv_req(vsk, &m);
+		break;
+	case VISOCK_HS_SRV_WAIT_CONFIRM:
+		visock_hs_srv_confirm(vsk, &m);
+		break;
+	default:
+		break;
+	}
+}
+
+static void visock_hs_work(struct work_struct *work)
+{
+	struct visock_sock *vsk = container_of(to_delayed_work(work),
+					       struct visock_sock, hs_work);
+	struct sock *sk = &vsk->sk;
+	bool settled = false;
+
+	lock_sock(sk);
+	if (vsk->tcp && vsk->hs_state != VISOCK_HS_NONE &&
+	    vsk->hs_state != VISOCK_HS_DONE) {
+		visock_hs_step(vsk);
+		if (vsk->hs_state == VISOCK_HS_DONE) {
+			settled = true;
+		} else {
+			long left = (long)(vsk->hs_deadline - jiffies);
+
+			/* Run again at the deadline, or earlier on data. */
+			visock_hs_queue(vsk, left > 0 ? left : 0, false);
+		}
+	}
+	release_sock(sk);
+
+	if (settled) {
+		if (vsk->listener)
+			visock_child_settled(vsk);
+		else
+			visock_hs_wake(vsk);
+	}
+	sock_put(sk);
+}
+
+/* Did @syn (a saved SYN: network + TCP header) carry our option? */
+static bool visock_saved_syn_opt(const struct saved_syn *syn,
+				 struct visock_synopt *opt)
+{
+	const u8 *th = syn->data + syn->mac_hdrlen + syn->network_hdrlen;
+	unsigned int thlen = syn->tcp_hdrlen;
+
+	if (thlen <= sizeof(struct tcphdr))
+		return false;
+	return !visock_tcpopt_find(th + sizeof(struct tcphdr),
+				   thlen - sizeof(struct tcphdr), opt);
+}
+
+/**
+ * visock_decide_child() - learn what the SYN and SYN-ACK announced
+ * @child: new server-side socket, not yet visible
+ *
+ * Reads the SYN that TCP saved for the internal listener (TCP_SAVE_SYN),
+ * in which the SYN-ACK hook of visock_nf.c recorded what it echoed, and
+ * frees it.
+ *
+ * Context: process context.
+ */
+void visock_decide_child(struct visock_sock *child)
+{
+	struct sock *tsk = child->tcp->sk;
+	struct tcp_sock *tp = tcp_sk(tsk);
+	struct visock_synopt opt;
+	struct saved_syn *syn;
+
+	lock_sock(tsk);
+	syn = tp->saved_syn;
+	tp->saved_syn = NULL;
+	release_sock(tsk);
+
+	if (!syn)
+		return;	/* SYN cookies: nothing was echoed */
+	if (visock_saved_syn_opt(syn, &opt) &&
+	    (opt.flags & VISOCK_SAVED_F_ECHOED)) {
+		child->peer_opt.version = opt.version;
+		child->peer_opt.flags = opt.flags & VISOCK_TCPOPT_F_PEER_MASK;
+		child->local_opt.version = VISOCK_HS_VERSION;
+		child->local_opt.flags = opt.flags & VISOCK_SAVED_F_ECHO_RDMA ?
+					 VISOCK_TCPOPT_F_RDMA : 0;
+		set_bit(VISOCK_F_PEER_OPT, &child->flags);
+		set_bit(VISOCK_F_SYN_OPT, &child->flags);
+	}
+	kfree(syn);
+}
+
+/**
+ * visock_decide() - choose TCP or the RDMA handshake for a new connection
+ * @vsk: socket whose TCP connection was just established
+ *
+ * Runs once per connection.  Both ends reach the same decision from the
+ * options exchanged in SYN and SYN-ACK.
+ *
+ * Context: any (TCP's softirq callback on the client); does not sleep.
+ * Return: 1 if a handshake started, 0 if the connection settled on TCP.
+ */
+int visock_decide(struct visock_sock *vsk)
+{
+	bool server = vsk->listener;
+	u8 reason;
+
+	if (test_and_set_bit(VISOCK_F_DECIDED, &vsk->flags))
+		return READ_ONCE(vsk->mode) == VISOCK_MODE_HANDSHAKE;
+
+	if (!test_bit(VISOCK_F_SYN_OPT, &vsk->flags) ||
+	    !test_bit(VISOCK_F_PEER_OPT, &vsk->flags)) {
+		/* Not both announced: say whose side stopped it. */
+		reason = READ_ONCE(visock_net(sock_net(&vsk->sk))->enable) ?
+			 VISOCK_FB_PEER_NO_VISOCK : VISOCK_FB_DISABLED;
+	} else {
+		/* Pairs with smp_wmb() in visock_tcp_peer_opt(). */
+		smp_rmb();
+		if (!(vsk->local_opt.flags & VISOCK_TCPOPT_F_RDMA))
+			reason = VISOCK_FB_NO_DEVICE;
+		else if (!(vsk->peer_opt.flags & VISOCK_TCPOPT_F_RDMA))
+			reason = VISOCK_FB_PEER_NO_DEVICE;
+		else
+			reason = VISOCK_FB_NONE;
+	}
+
+	if (reason != VISOCK_FB_NONE) {
+		vsk->hs_state = VISOCK_HS_DONE;
+		visock_set_fallback(vsk, reason);
+		set_bit(VISOCK_F_SETTLED, &vsk->flags);
+		return 0;
+	}
+	visock_hs_start(vsk, server ? VISOCK_HS_SRV_WAIT_REQ :
+				      VISOCK_HS_CLI_START);
+	return 1;
+}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock: RDMA device discovery.
+ *
+ * visock registers as an ib_core client and keeps the list of RoCE devices
+ * it may use.  Devices come and go at any time (rdma link add/delete,
+ * driver unload); the remove callback runs before the device is gone and
+ * kills every link still using it (visock_link_device_removed()) before
+ * it returns.
+ */
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_verbs.h>
+
+#include "visock.h"
+#include "visock_link.h"
+
+/*
+ * Protects visock_ibdevs.  Taken inside a link's lock (visock_link_create()
+ * attaches under it) and outside struct visock_ibdev.lock.  Never held
+ * across a network round trip.
+ */
+static DEFINE_MUTEX(visock_ibdevs_lock);
+static LIST_HEAD(visock_ibdevs);
+
+static bool visock_ib_is_roce(struct ib_device *ibdev)
+{
+	u32 port;
+
+	rdma_for_each_port(ibdev, port)
+		if (rdma_protocol_roce(ibdev, port))
+			return true;
+	return false;
+}
+
+static int visock_ib_add(struct ib_device *ibdev);
+static void visock_ib_remove(struct ib_device *ibdev, void *data);
+
+static struct ib_client visock_ib_client = {
+	.name	= "visock",
+	.add	= visock_ib_add,
+	.remove	= visock_ib_remove,
+};
+
+static int visock_ib_add(struct ib_device *ibdev)
+{
+	struct visock_ibdev *vdev;
+
+	if (!visock_ib_is_roce(ibdev))
+		return -EOPNOTSUPP;
+
+	vdev = kzalloc(sizeof(*vdev), GFP_KERNEL);
+	if (!vdev)
+		return -ENOMEM;
+	vdev->ibdev = ibdev;
+	mutex_init(&vdev->lock);
+	INIT_LIST_HEAD(&vdev->links);
+
+	mutex_lock(&visock_ibdevs_lock);
+	list_add_tail(&vdev->list, &visock_ibdevs);
+	mutex_unlock(&visock_ibdevs_lock);
+
+	ib_set_client_data(ibdev, &visock_ib_client, vdev);
+	pr_info("visock: using RDMA device %s\n", dev_name(&ibdev->dev));
+	return 0;
+}
+
+static void visock_ib_remove(struct ib_device *ibdev, void *data)
+{
+	struct visock_ibdev *vdev = data;
+
+	/* From here on no visock_link_create() can find the device. */
+	mutex_lock(&visock_ibdevs_lock);
+	list_del(&vdev->list);
+	mutex_unlock(&visock_ibdevs_lock);
+
+	/* Returns once no link holds a resource of @ibdev any more. */
+	visock_link_device_removed(vdev);
+
+	pr_info("visock: RDMA device %s removed\n", dev_name(&ibdev->dev));
+	mutex_destroy(&vdev->lock);
+	kfree(vdev);
+}
+
+/* Recheck a GID found by ndev now that we hold a reference to it. */
+static bool visock_ib_gid_usable(const struct ib_gid_attr *attr,
+				 struct net *net, struct net_device *ndev)
+{
+	struct net_device *gid_ndev;
+	bool ok;
+
+	rcu_read_lock();
+	gid_ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	ok = !IS_ERR(gid_ndev) && gid_ndev == ndev && netif_running(ndev) &&
+	     net_eq(dev_net(gid_ndev), net);
+	rcu_read_unlock();
+	return ok;
+}
+
+/**
+ * visock_ib_attach() - find the RoCEv2 GID of a local address, attach a link
+ * @net: network namespace of the connection
+ * @gid: the local IP address as a GID (IPv4-mapped for IPv4)
+ * @ndev: the net device in @net that holds the address, referenced by the
+ *	caller
+ * @link_node: the link's entry for struct visock_ibdev.links
+ * @vdevp: the device the link was attached to
+ *
+ * Looks for a RoCEv2 GID equal to @gid on @ndev, which must be up and in
+ * @net.  On success @link_node is on the device's link list before the
+ * device list lock is dropped, so the device's removal cannot miss the
+ * link.
+ *
+ * Context: process context; takes visock_ibdevs_lock and the device's lock.
+ * Return: the GID attribute with a reference the caller must drop with
+ * rdma_put_gid_attr(), or ERR_PTR(-ENODEV) if no device has the GID.
+ */
+const struct ib_gid_attr *visock_ib_attach(struct net *net,
+					   const union ib_gid *gid,
+					   struct net_device *ndev,
+					   struct list_head *link_node,
+					   struct visock_ibdev **vdevp)
+{
+	const struct ib_gid_attr *attr;
+	struct visock_ibdev *vdev;
+
+	mutex_lock(&visock_ibdevs_lock);
+	list_for_each_entry(vdev, &visock_ibdevs, list) {
+		attr = rdma_find_gid(vdev->ibdev, gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP, ndev);
+		if (IS_ERR(attr))
+			continue;
+		if (!rdma_protocol_roce(vdev->ibdev, attr->port_num) ||
+		    !visock_ib_gid_usable(attr, net, ndev)) {
+			rdma_put_gid_attr(attr);
+			continue;
+		}
+
+		mutex_lock(&vdev->lock);
+		if (vdev->dying) {
+			mutex_unlock(&vdev->lock);
+			rdma_put_gid_attr(attr);
+			continue;
+		}
+		list_add_tail(link_node, &vdev->links);
+		mutex_unlock(&vdev->lock);
+
+		*vdevp = vdev;
+		mutex_unlock(&visock_ibdevs_lock);
+		return attr;
+	}
+	mutex_unlock(&visock_ibdevs_lock);
+	return ERR_PTR(-ENODEV);
+}
+
+/**
+ * visock_ib_device_count() - number of usable RDMA devices
+ *
+ * Context: process context; takes visock_ibdevs_lock.
+ * Return: how many RoCE devices visock currently knows.
+ */
+unsigned int visock_ib_device_count(void)
+{
+	struct visock_ibdev *vdev;
+	unsigned int n = 0;
+
+	mutex_lock(&visock_ibdevs_lock);
+	list_for_each_entry(vdev, &visock_ibdevs, list)
+		n++;
+	mutex_unlock(&visock_ibdevs_lock);
+	return n;
+}
+
+/**
+ * visock_ib_init() - start tracking RDMA devices
+ *
+ * Context: module init.
+ * Return: 0 or a negative errno from ib_register_client().
+ */
+int visock_ib_init(void)
+{
+	return ib_register_client(&visock_ib_client);
+}
+
+/**
+ * visock_ib_exit() - stop tracking RDMA devices
+ *
+ * Calls visock_ib_remove() for every device still known.
+ *
+ * Context: module exit or failed init.
+ */
+void visock_ib_exit(void)
+{
+	ib_unregister_client(&visock_ib_client);
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * visock: RDMA links.
+ *
+ * A link is one reliable-connected queue pair to a peer, together with the
+ * protection domain, completion queue and the receive ring the peer writes
+ * into.  See the comment at the top of visock_link.c for the lifetime and
+ * locking rules.
+ */
+#ifndef _NET_VISOCK_LINK_H
+#define _NET_VISOCK_LINK_H
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/socket.h>
+#include <linux/types.h>
+#include <rdma/ib_verbs.h>
+
+#include "visock_wire.h"
+
+struct net;
+struct net_device;
+struct visock_link;
+
+/**
+ * struct visock_ibdev - an RDMA device visock may use
+ * @list: entry in the device list of visock_ib.c, under its
+ *	visock_ibdevs_lock
+ * @ibdev: the device; valid until the ib_client remove callback returns
+ * @lock: protects @links and @dying.  Nests inside visock_ibdevs_lock and
+ *	inside a link's own lock; never held while taking either of them
+ * @links: links using @ibdev (struct visock_link.dev_node)
+ * @dying: the device is being removed; no new link may attach
+ *
+ * Shared by visock_ib.c (discovery, owns the structure) and
+ * visock_link.c (attaches links to it and kills them on removal).
+ */
+struct visock_ibdev {
+	struct list_head list;
+	struct ib_device *ibdev;
+	/* Protects links, dying; inside a link's lock and visock_ibdevs_lock */
+	struct mutex lock;
+	struct list_head links;
+	bool dying;
+};
+
+/**
+ * struct visock_link_stats - snapshot of a link's counters
+ * @wr_posted: work requests posted to the send queue
+ * @wc_ok: completions with IB_WC_SUCCESS
+ * @wc_err: completions with any other status (including flushes)
+ */
+struct visock_link_stats {
+	u64 wr_posted;
+	u64 wc_ok;
+	u64 wc_err;
+};
+
+int visock_link_create(struct net *net, const struct sockaddr *local,
+		       u32 rbuf_size, struct visock_link **out);
+void visock_link_local_params(const struct visock_link *l,
+			      struct visock_hs_msg *m);
+int visock_link_connect(struct visock_link *l,
+			const struct visock_hs_msg *peer);
+void visock_link_destroy(struct visock_link *l);
+
+int visock_link_set_dead_cb(struct visock_link *l,
+			    void (*dead_cb)(void *ctx), void *ctx);
+bool visock_link_is_dead(const struct visock_link *l);
+
+int visock_link_post_send(struct visock_link *l, const struct ib_send_wr *wr);
+void visock_link_count_wc(struct visock_link *l, const struct ib_wc *wc);
+void visock_link_get_stats(const struct visock_link *l,
+			   struct visock_link_stats *st);
+
+u32 visock_link_qpn(const struct visock_link *l);
+void *visock_link_rbuf(const struct visock_link *l);
+u32 visock_link_rbuf_size(const struct visock_link *l);
+u64 visock_link_peer_rbuf_addr(const struct visock_link *l);
+u32 visock_link_peer_rbuf_rkey(const struct visock_link *l);
+u32 visock_link_peer_rbuf_size(const struct visock_link *l);
+
+/* visock_link.c, for visock_ib.c */
+void visock_link_device_removed(struct visock_ibdev *vdev);
+
+/* visock_ib.c, for visock_link.c */
+const struct ib_gid_attr *visock_ib_attach(struct net *net,
+					   const union ib_gid *gid,
+					   struct net_device *ndev,
+					   struct list_head *link_node,
+					   struct visock_ibdev **vdevp);
+
+#endif /* _NET_VISOCK_LINK_H */

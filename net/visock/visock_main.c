@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock: module init and exit, per network namespace state.
+ *
+ * Load order: workqueue, RDMA client, pernet state (sysctls), struct
+ * proto, socket family.  The family comes last so that no socket can be
+ * created before everything it needs exists; unload runs in reverse.  The
+ * socket layer holds a module reference for every visock socket, so
+ * module_exit() only runs once no socket is left.
+ */
+#include <linux/module.h>
+#include <linux/init.h>
+#include <net/net_namespace.h>
+
+#include "visock.h"
+#include "visock_nf.h"
+
+unsigned int visock_net_id __read_mostly;
+struct workqueue_struct *visock_wq __read_mostly;
+
+static int __net_init visock_net_init(struct net *net)
+{
+	int err;
+
+	err = visock_sysctl_net_init(net);
+	if (err)
+		return err;
+	err = visock_nf_net_init(net);
+	if (err)
+		visock_sysctl_net_exit(net);
+	return err;
+}
+
+static void __net_exit visock_net_exit(struct net *net)
+{
+	visock_nf_net_exit(net);
+	visock_sysctl_net_exit(net);
+}
+
+static struct pernet_operations visock_net_ops = {
+	.init	= visock_net_init,
+	.exit	= visock_net_exit,
+	.id	= &visock_net_id,
+	.size	= sizeof(struct visock_net),
+};
+
+static int __init visock_init(void)
+{
+	int err;
+
+	visock_wq = alloc_workqueue("visock", 0, 0);
+	if (!visock_wq)
+		return -ENOMEM;
+
+	err = visock_ib_init();
+	if (err)
+		goto err_wq;
+
+	err = register_pernet_subsys(&visock_net_ops);
+	if (err)
+		goto err_ib;
+
+	err = proto_register(&visock_proto, 1);
+	if (err)
+		goto err_pernet;
+
+	err = sock_register(&visock_family_ops);
+	if (err) {
+		if (err == -EEXIST)
+			pr_err("visock: address family %d (AF_VISOCK) is already registered by another module; not loading\n",
+			       AF_VISOCK);
+		else
+			pr_err("visock: cannot register address family %d: %d\n",
+			       AF_VISOCK, err);
+		goto err_proto;
+	}
+
+	pr_info("visock: loaded, address family %d\n", AF_VISOCK);
+	return 0;
+
+err_proto:
+	proto_unregister(&visock_proto);
+err_pernet:
+	unregister_pernet_subsys(&visock_net_ops);
+err_ib:
+	visock_ib_exit();
+err_wq:
+	destroy_workqueue(visock_wq);
+	return err;
+}
+
+static void __exit visock_exit(void)
+{
+	sock_unregister(AF_VISOCK);
+	proto_unregister(&visock_proto);
+	unregister_pernet_subsys(&visock_net_ops);
+	visock_ib_exit();
+	/* Waits for work items that dropped the last socket reference. */
+	destroy_workqueue(visock_wq);
+	pr_info("visock: unloaded\n");
+}
+
+module_init(visock_init);
+module_exit(visock_exit);
+
+MODULE_DESCRIPTION("visock: TCP-compatible stream sockets over RDMA");
+MODULE_LICENSE("GPL");
+MODULE_ALIAS_NETPROTO(PF_VISOCK);

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock: per network namespace sysctls, net.visock.*
+ *
+ * Every namespace gets its own copy of the table, pointing at the fields
+ * of its struct visock_net.  Defaults are set in visock_sysctl_net_init()
+ * and are the same in every namespace: a new namespace does not inherit
+ * the values of the namespace that created it.
+ */
+#include <linux/slab.h>
+#include <linux/sysctl.h>
+
+#include "visock.h"
+
+static const int visock_hs_timeout_min = 100;
+static const int visock_hs_timeout_max = 60000;
+
+static struct ctl_table visock_sysctl_template[] = {
+	{
+		/* 0: every visock socket is plain TCP; 1: try RDMA */
+		.procname	= "enable",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
+	{
+		/* how long to wait for each handshake message */
+		.procname	= "handshake_timeout_ms",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= (void *)&visock_hs_timeout_min,
+		.extra2		= (void *)&visock_hs_timeout_max,
+	},
+	{ }	/* sentinel, needed before 6.11 */
+};
+
+#define VISOCK_SYSCTL_ENTRIES	(ARRAY_SIZE(visock_sysctl_template) - 1)
+
+/**
+ * visock_sysctl_net_init() - register net.visock.* for a namespace
+ * @net: the namespace being created
+ *
+ * Context: process context, from the pernet init of visock_main.c.
+ * Return: 0 or -ENOMEM.
+ */
+int visock_sysctl_net_init(struct net *net)
+{
+	struct visock_net *vn = visock_net(net);
+	struct ctl_table *table;
+
+	vn->enable = 0;
+	vn->hs_timeout_ms = VISOCK_HS_TIMEOUT_MS_DEFAULT;
+
+	table = kmemdup(visock_sysctl_template,
+			sizeof(visock_sysctl_template), GFP_KERNEL);
+	if (!table)
+		return -ENOMEM;
+	table[0].data = &vn->enable;
+	table[1].data = &vn->hs_timeout_ms;
+
+	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
+						    VISOCK_SYSCTL_ENTRIES);
+	if (!vn->sysctl_hdr) {
+		kfree(table);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/**
+ * visock_sysctl_net_exit() - unregister net.visock.* of a namespace
+ * @net: the namespace going away
+ *
+ * Context: process context, from the pernet exit of visock_main.c.
+ */
+void visock_sysctl_net_exit(struct net *net)
+{
+	struct visock_net *vn = visock_net(net);
+	const struct ctl_table *table;
+
+	table = vn->sysctl_hdr->ctl_table_arg;
+	unregister_net_sysctl_table(vn->sysctl_hdr);
+	kfree(table);
+}

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * visock wire formats and pure protocol arithmetic.
+ *
+ * Everything declared here is free of ib_core and socket dependencies so
+ * that it builds into a UML KUnit kernel (tools/testing/kunit) as well as
+ * into visock.ko.  Callers pass plain byte buffers; every decoder treats
+ * its input as untrusted and validates bounds before reading a field.
+ *
+ * Byte order on the wire is big-endian throughout.
+ */
+#ifndef _NET_VISOCK_WIRE_H
+#define _NET_VISOCK_WIRE_H
+
+#include <linux/types.h>
+
+/* ------------------------------------------------------------------ */
+/* SYN / SYN-ACK capability option (RFC 6994 experimental option)      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Layout (6 bytes):  kind=253 | len=6 | ExID (16 bit, 0x5653 "VS") |
+ *                    version (u8) | flags (u8)
+ */
+#define VISOCK_TCPOPT_KIND	253
+#define VISOCK_TCPOPT_EXID	0x5653
+#define VISOCK_TCPOPT_LEN	6
+/* Option length rounded up to TCP's 4-byte alignment (two NOPs in front). */
+#define VISOCK_TCPOPT_ALIGNED	8
+/* flags: the sender has at least one usable RDMA device */
+#define VISOCK_TCPOPT_F_RDMA	0x01
+/* flags a peer may set; the others are ignored on receipt */
+#define VISOCK_TCPOPT_F_PEER_MASK 0x3f
+
+/**
+ * struct visock_synopt - decoded capability option
+ * @version: highest handshake protocol version the sender speaks (>= 1)
+ * @flags: VISOCK_TCPOPT_F_* bits
+ */
+struct visock_synopt {
+	u8 version;
+	u8 flags;
+};
+
+int visock_tcpopt_offset(const u8 *opts, unsigned int len);
+int visock_tcpopt_find(const u8 *opts, unsigned int len,
+		       struct visock_synopt *out);
+unsigned int visock_tcpopt_write(u8 *p, const struct visock_synopt *opt);
+
+/* ------------------------------------------------------------------ */
+/* Handshake messages (sent over the internal TCP connection)          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Every message is a fixed 8-byte header followed by TLVs:
+ *
+ *   __be32 magic    VISOCK_HS_MAGIC
+ *   u8     type     enum visock_hs_type
+ *   u8     version  protocol version this message is written in
+ *   __be16 length   total length including this header,
+ *                   VISOCK_HS_HDR_LEN <= length <= VISOCK_HS_MAX_LEN
+ *
+ * TLV:  __be16 type | __be16 len (value bytes) | value[len]
+ * Types with VISOCK_TLV_CRITICAL set must be understood by the receiver
+ * (else the message is declined); unknown non-critical TLVs are skipped.
+ * A TLV type may appear at most once.
+ */
+#define VISOCK_HS_MAGIC		0x56534b48	/* "VSKH" */
+#define VISOCK_HS_HDR_LEN	8
+#define VISOCK_HS_MAX_LEN	512
+#define VISOCK_HS_VERSION	1	/* highest version we speak */
+#define VISOCK_HS_MIN_VERSION	1	/* lowest version we accept */
+
+enum visock_hs_type {
+	VISOCK_HS_REQ = 1,	/* client -> server: proposal */
+	VISOCK_HS_REP = 2,	/* server -> client: acceptance */
+	VISOCK_HS_CONFIRM = 3,	/* client -> server: ready to switch */
+	VISOCK_HS_DECLINE = 4,	/* either way, at any step */
+};
+
+#define VISOCK_TLV_CRITICAL	0x8000
+
+enum visock_tlv_type {
+	VISOCK_TLV_FEATURES = 1,	/* __be64 feature bits */
+	VISOCK_TLV_GID = 2,		/* 16-byte RoCE GID */
+	VISOCK_TLV_QPN = 3,		/* __be32, < 2^24, != 0 */
+	VISOCK_TLV_PSN = 4,		/* __be32, < 2^24 */
+	VISOCK_TLV_MTU = 5,		/* u8, IB_MTU_256(1)..IB_MTU_4096(5) */
+	VISOCK_TLV_RBUF = 6,		/* __be64 addr, __be32 rkey, __be32 size */
+	VISOCK_TLV_TOKEN = 7,		/* __be32, != 0 */
+	VISOCK_TLV_LINK = 8,		/* __be32 link group id, __be32 link id */
+	VISOCK_TLV_REASON = 9,		/* __be32 enum visock_fallback_reason */
+};
+
+/* Bits of struct visock_hs_msg.present, one per TLV type. */
+#define VISOCK_HSF(t)		(1U << (t))
+
+/* Feature bits (TLV FEATURES). */
+#define VISOCK_FEAT_WRITE_IMM	(1ULL << 0)	/* RDMA WRITE with immediate */
+
+/* Receive ring sizes: powers of two between these bounds. */
+#define VISOCK_RBUF_MIN		(16U * 1024)
+#define VISOCK_RBUF_MAX		(8U * 1024 * 1024)
+
+/**
+ * struct visock_hs_msg - decoded handshake message
+ * @type: enum visock_hs_type
+ * @version: version field of the header
+ * @present: VISOCK_HSF() bits of the TLVs that were present
+ * @features: VISOCK_FEAT_* bits
+ * @gid: RoCE GID of the sender's port
+ * @qpn: sender's QP number
+ * @psn: sender's initial packet sequence number
+ * @mtu: path MTU as enum ib_mtu value
+ * @rbuf_addr: address of the sender's receive ring (RDMA WRITE target)
+ * @rbuf_rkey: remote key of that ring
+ * @rbuf_size: ring size in bytes
+ * @token: connection token chosen by the sender for its receive side
+ * @lgr_id: link group identity
+ * @link_id: link identity inside the link group
+ * @reason: enum visock_fallback_reason (DECLINE only)
+ */
+struct visock_hs_msg {
+	u8 type;
+	u8 version;
+	u32 present;
+	u64 features;
+	u8 gid[16];
+	u32 qpn;
+	u32 psn;
+	u8 mtu;
+	u64 rbuf_addr;
+	u32 rbuf_rkey;
+	u32 rbuf_size;
+	u32 token;
+	u32 lgr_id;
+	u32 link_id;
+	u32 reason;
+};
+
+int visock_hs_encode(const struct visock_hs_msg *m, u8 *buf,
+		     unsigned int buflen);
+int visock_hs_msg_len(const u8 *buf, unsigned int len);
+int visock_hs_decode(const u8 *buf, unsigned int len,
+		     struct visock_hs_msg *m);
+const char *visock_hs_type_name(unsigned int type);
+
+/* ------------------------------------------------------------------ */
+/* Receive ring size classes                                           */
+/* ------------------------------------------------------------------ */
+
+#define VISOCK_SIZECLASS_MIN_SHIFT	14	/* 16 KiB */
+#define VISOCK_SIZECLASS_COUNT		10	/* 16 KiB .. 8 MiB */
+
+int visock_sizeclass_for(u32 bytes);
+u32 visock_sizeclass_bytes(unsigned int cls);
+
+/* ------------------------------------------------------------------ */
+/* Ring cursors                                                        */
+/* ------------------------------------------------------------------ */
+
+/**
+ * struct visock_cursor - position in a ring buffer
+ * @wrap: number of times the position wrapped around the ring (mod 2^16)
+ * @count: offset inside the ring, 0 <= count < ring size
+ */
+struct visock_cursor {
+	u16 wrap;
+	u32 count;
+};
+
+void visock_cursor_add(struct visock_cursor *c, u32 ring, u32 bytes);
+s64 visock_cursor_diff(u32 ring, const struct visock_cursor *old,
+		       const struct visock_cursor *new);
+bool visock_cursor_valid(u32 ring, const struct visock_cursor *c);
+u32 visock_ring_used(u32 ring, const struct visock_cursor *prod,
+		     const struct visock_cursor *cons);
+bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
+			    bool peer_blocked);
+
+#endif /* _NET_VISOCK_WIRE_H */

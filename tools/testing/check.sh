@@ -1,0 +1,143 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: everything that proves visock works, in one command.
+#
+#   1. build visock.ko for Debian 12's 6.1 and bookworm-backports' 6.12
+#      with W=1 and sparse (any warning fails)
+#   2. checkpatch.pl over every C file (errors fail)
+#   3. dkms add + build for both kernels (private DKMS tree)
+#   4. KUnit suites in a UML kernel (linux-source-6.12)
+#   5. the kselftests on two QEMU guests with Soft-RoCE, per kernel
+#
+# Installs the Debian packages it needs.  Each stage writes KTAP-style
+# results; the last line is "N passed, N failed, N skipped" and the exit
+# status is non-zero if anything failed.
+#
+# Environment:
+#   VISOCK_CHECK_KERNELS   kernels to boot (default "6.1 6.12")
+#   VISOCK_CHECK_SKIP      stages to leave out, e.g. "kunit dkms" (the
+#                          closing line then says what was left out)
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+T="$ROOT/tools/testing"
+OUT="$ROOT/build/check"
+KERNELS=${VISOCK_CHECK_KERNELS:-6.1 6.12}
+SKIP=" ${VISOCK_CHECK_SKIP:-} "
+
+passed=0 failed=0 skipped=0
+summary=()
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+start=$(date +%s)
+
+stage_wanted() { [[ $SKIP != *" $1 "* ]]; }
+
+# Count KTAP result lines of FILE; add them to the totals.
+count_ktap() {
+	local file=$1 label=$2 p f s
+	p=$(grep -cE '^ *ok [0-9]+ ' "$file" | head -1)
+	s=$(grep -cE '^ *ok [0-9]+ .*# *SKIP' "$file" | head -1)
+	f=$(grep -cE '^ *not ok [0-9]+ ' "$file" | head -1)
+	p=$((p - s))
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	summary+=("$label: $p passed, $f failed, $s skipped")
+}
+
+# One pass/fail result for a whole stage.
+result() {
+	local ok=$1 label=$2
+	if [ "$ok" = 0 ]; then
+		passed=$((passed + 1))
+		summary+=("$label: ok")
+	else
+		failed=$((failed + 1))
+		summary+=("$label: FAILED")
+	fi
+}
+
+banner() { echo; echo "=== make check: $* ($(($(date +%s) - start)) s)"; }
+
+banner "dependencies"
+"$T/vm/vm.sh" prepare --kernel all || result 1 "test bed preparation"
+for pkg in sparse dkms; do
+	if ! dpkg -s "$pkg" >/dev/null 2>&1; then
+		echo "check: installing Debian package $pkg"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			--no-install-recommends "$pkg" >/dev/null
+	fi
+done
+"$T/linux-source.sh" >/dev/null || result 1 "linux-source-6.12"
+
+banner "build (W=1, sparse)"
+for k in 6.1 6.12; do
+	kver=$("$T/vm/vm.sh" kver "$k")
+	"$T/build-module.sh" "$kver"
+	result $? "build $kver (W=1, sparse clean)"
+done
+
+if stage_wanted checkpatch; then
+	banner "checkpatch"
+	"$T/checkpatch.sh" | tee "$OUT/checkpatch.log" | tail -5
+	result "${PIPESTATUS[0]}" "checkpatch (no errors)"
+fi
+
+if stage_wanted dkms; then
+	banner "dkms"
+	"$T/dkms-check.sh" | tee "$OUT/dkms.ktap"
+	count_ktap "$OUT/dkms.ktap" "dkms build"
+fi
+
+if stage_wanted kunit; then
+	banner "KUnit (UML)"
+	"$T/kunit/run_kunit.sh" 2>&1 | tee "$OUT/kunit.log" | tail -25
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E '^kunit: [0-9]+ passed, [0-9]+ failed' "$OUT/kunit.log" | tail -1)
+	if [ -n "$line" ]; then
+		p=$(sed -E 's/^kunit: ([0-9]+) passed.*/\1/' <<<"$line")
+		f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+		[ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
+		passed=$((passed + p)); failed=$((failed + f))
+		summary+=("KUnit: $p passed, $f failed")
+	else
+		result 1 "KUnit (no result line)"
+	fi
+fi
+
+banner "selftests (build)"
+make -s -C "$T/selftests/net/visock" >"$OUT/selftests-build.log" 2>&1
+rc=$?
+[ $rc = 0 ] || cat "$OUT/selftests-build.log"
+result $rc "selftests build"
+
+for k in $KERNELS; do
+	stage_wanted "vm-$k" || continue
+	kver=$("$T/vm/vm.sh" kver "$k")
+	banner "kselftests on two guests, kernel $kver"
+	res="$ROOT/build/vm-results/$kver"
+	VISOCK_RESULTS_DIR=$res "$T/vm/vm.sh" run --kernel "$k" --timeout 2400 -- \
+		"$T/selftests/net/visock/run_tests.sh" >"$OUT/vm-$k.log" 2>&1
+	rc=$?
+	tail -40 "$OUT/vm-$k.log"
+	for h in a b; do
+		if [ -f "$res/$h/console.log" ]; then
+			count_ktap "$res/$h/console.log" "kselftests $kver host $h"
+		else
+			result 1 "kselftests $kver host $h (no output)"
+		fi
+	done
+	# Kernel log splats, missing results, timeouts.
+	result $rc "test bed $kver (both guests finished, kernel logs clean)"
+done
+
+banner "summary"
+for l in "${summary[@]}"; do
+	echo "  $l"
+done
+note=""
+[ -n "${VISOCK_CHECK_SKIP:-}" ] && note=" (stages left out: ${VISOCK_CHECK_SKIP})"
+echo "make check took $(($(date +%s) - start)) s$note"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

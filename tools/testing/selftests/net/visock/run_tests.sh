@@ -1,0 +1,634 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# visock selftests.
+#
+# Runs on one host (--role single) or on two hosts at the same time, one
+# with --role server and one with --role client --peer <server address>.
+# In the emulated two-VM bed VISOCK_HOST=a|b selects the role (a: client,
+# b: server) and VISOCK_PEER_IP/VISOCK_PEER_IP6 the peer.
+#
+# Order: load the module, single-host checks (visock_basic), cross-host
+# checks (visock_test) and stream tests (visock_stream) between the two
+# hosts, the stream tests again over loopback, module unload/reload, and
+# finally the kernel log.  Output is KTAP; the exit status is 0 only if
+# no test failed.
+
+DIR=$(cd "$(dirname "$0")" && pwd)
+ARGS=("$@")
+# No process substitution anywhere: the VM bed's guests have no /dev/fd.
+# The loop reading a program's output runs in this shell thanks to this.
+shopt -s lastpipe
+MOD=visock
+SYSCTL_DIR=/proc/sys/net/visock
+ENABLE=$SYSCTL_DIR/enable
+KLOG_PATTERN='Oops|WARNING:|BUG:|Call Trace:|Kernel panic|KASAN|UBSAN'
+
+ROLE=
+PEER=
+PEER6=
+CTL_PORT=7790
+FAMILY=visock
+LOOPS=20
+LIST=0
+PICKS=()
+SKIPS=()
+
+usage() {
+	cat <<EOF
+usage: $0 [options]
+  --role client|server|single  (default: from VISOCK_HOST, a=client b=server;
+                               otherwise single)
+  --peer ADDR       client: IPv4 address of the server host (default
+                    \$VISOCK_PEER_IP); use its address on the RDMA interface
+  --peer6 ADDR      client: IPv6 address of the server host (\$VISOCK_PEER_IP6)
+  --ctl-port N      TCP port of the control connection (default 7790)
+  --family visock|inet  sockets the stream tests use; inet runs them on
+                    plain TCP to check the tests themselves (default visock)
+  --loops N         module load/unload iterations (default 20)
+  --list            print the names of the selected tests and exit
+  --pick PATTERN    run only tests whose name matches (shell glob; repeatable)
+  --skip PATTERN    do not run tests whose name matches (repeatable)
+Environment: VISOCK_KO (module file: insmod it instead of modprobe visock),
+VISOCK_HOST, VISOCK_PEER_IP, VISOCK_PEER_IP6, VISOCK_RESULTS (directory to
+store the output and the kernel log in).
+EOF
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--role) ROLE=$2; shift ;;
+	--peer) PEER=$2; shift ;;
+	--peer6) PEER6=$2; shift ;;
+	--ctl-port) CTL_PORT=$2; shift ;;
+	--family) FAMILY=$2; shift ;;
+	--loops) LOOPS=$2; shift ;;
+	--list) LIST=1 ;;
+	--pick) PICKS+=("$2"); shift ;;
+	--skip) SKIPS+=("$2"); shift ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
+	esac
+	shift
+done
+
+if [ -z "$ROLE" ]; then
+	case "${VISOCK_HOST:-}" in
+	a) ROLE=client ;;
+	b) ROLE=server ;;
+	*) ROLE=single ;;
+	esac
+fi
+[ -z "$PEER" ] && PEER=${VISOCK_PEER_IP:-}
+[ -z "$PEER6" ] && PEER6=${VISOCK_PEER_IP6:-}
+case "$ROLE" in
+client)
+	if [ -z "$PEER" ]; then
+		echo "--role client needs --peer (or VISOCK_PEER_IP)" >&2
+		exit 2
+	fi ;;
+server|single) ;;
+*) usage >&2; exit 2 ;;
+esac
+case "$FAMILY" in
+visock|inet) ;;
+*) usage >&2; exit 2 ;;
+esac
+
+# ---- test list ----
+
+declare -a TESTS=()
+declare -A SEL=() REPORTED=()
+NR=0
+NPASS=0
+NFAIL=0
+NSKIP=0
+
+selected() {
+	local p hit=0
+
+	if [ ${#PICKS[@]} -gt 0 ]; then
+		for p in "${PICKS[@]}"; do
+			# shellcheck disable=SC2053
+			[[ $1 == $p ]] && hit=1
+		done
+		[ $hit = 1 ] || return 1
+	fi
+	for p in "${SKIPS[@]}"; do
+		# shellcheck disable=SC2053
+		[[ $1 == $p ]] && return 1
+	done
+	return 0
+}
+
+add_test() {
+	if selected "$1"; then
+		TESTS+=("$1")
+		SEL[$1]=1
+	fi
+}
+
+# Where the C programs are: next to this script, or (when the script was
+# copied elsewhere, as the VM bed does) in the source tree.  Build them
+# when they are missing from a source checkout.
+BIN=$DIR
+SRC_BIN=${VISOCK_SRC:+$VISOCK_SRC/tools/testing/selftests/net/visock}
+if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
+   [ -n "$SRC_BIN" ]; then
+	BIN=$SRC_BIN
+fi
+for prog in visock_basic visock_test visock_stream; do
+	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
+		make -s -C "$BIN" >/dev/null 2>&1
+		break
+	fi
+done
+
+list_prog() {
+	local group=$1 prog=$2 names n
+
+	if ! names=$("$BIN/$prog" --list 2>/dev/null) || [ -z "$names" ]; then
+		add_test "$group.build"
+		return
+	fi
+	for n in $names; do
+		add_test "$group.$n"
+	done
+}
+
+add_test module.load
+list_prog basic visock_basic
+list_prog xhost visock_test
+list_prog stream_xh visock_stream
+list_prog stream_lo visock_stream
+add_test module.unload_busy
+add_test module.unload
+add_test module.fresh_load
+add_test module.reload_loop
+add_test module.restore_state
+add_test kernel_log_clean
+
+if [ "$LIST" = 1 ]; then
+	printf '%s\n' "${TESTS[@]}"
+	exit 0
+fi
+
+# ---- output ----
+
+RESULTS_BASE=
+if [ -n "${VISOCK_RESULTS:-}" ] && [ -d "$VISOCK_RESULTS" ] &&
+   [ -w "$VISOCK_RESULTS" ]; then
+	RESULTS_BASE=$VISOCK_RESULTS/visock-selftests-${VISOCK_HOST:-$(hostname)}
+	if [ -z "${VISOCK_SELFTEST_TEED:-}" ]; then
+		# Run again with the output copied to the results directory.
+		VISOCK_SELFTEST_TEED=1 "$0" "${ARGS[@]}" 2>&1 |
+			tee "$RESULTS_BASE.ktap"
+		exit "${PIPESTATUS[0]}"
+	fi
+fi
+
+diag() {
+	local line
+
+	while IFS= read -r line; do
+		echo "# $line"
+	done <<< "$*"
+}
+
+# result NAME pass|fail|skip [REASON]
+result() {
+	local name=$1 res=$2 reason=${3:-}
+
+	[ -n "${SEL[$name]:-}" ] || return 0
+	[ -z "${REPORTED[$name]:-}" ] || return 0
+	REPORTED[$name]=1
+	NR=$((NR + 1))
+	case "$res" in
+	pass)
+		NPASS=$((NPASS + 1))
+		echo "ok $NR $name" ;;
+	skip)
+		NSKIP=$((NSKIP + 1))
+		echo "ok $NR $name # SKIP $reason" ;;
+	*)
+		NFAIL=$((NFAIL + 1))
+		[ -n "$reason" ] && diag "$name: $reason"
+		echo "not ok $NR $name" ;;
+	esac
+}
+
+group_selected() {
+	local n
+
+	for n in "${TESTS[@]}"; do
+		[[ $n == "$1".* ]] && return 0
+	done
+	return 1
+}
+
+# Everything of @group not reported yet gets @res with @reason.
+finish_group() {
+	local group=$1 res=$2 reason=$3 n
+
+	for n in "${TESTS[@]}"; do
+		[[ $n == "$group".* ]] && result "$n" "$res" "$reason"
+	done
+}
+
+echo "TAP version 13"
+echo "1..${#TESTS[@]}"
+diag "visock selftests: role $ROLE${PEER:+, peer $PEER}${PEER6:+ / $PEER6}, family $FAMILY, kernel $(uname -r)"
+
+IS_ROOT=0
+[ "$(id -u)" = 0 ] && IS_ROOT=1
+
+# ---- kernel log ----
+
+KLOG_TAG="visock-selftest-$$-$(date +%s)"
+KLOG_SNAP=$(mktemp)
+KLOG_MARK=0
+dmesg > "$KLOG_SNAP" 2>/dev/null
+KLOG_OK=$?
+if [ -w /dev/kmsg ] && echo "$KLOG_TAG: start" > /dev/kmsg 2>/dev/null; then
+	KLOG_MARK=1
+fi
+
+# Kernel log lines written since the start of the run.
+klog_new() {
+	if [ "$KLOG_MARK" = 1 ] && dmesg | grep -q "$KLOG_TAG: start"; then
+		dmesg | sed -n "/$KLOG_TAG: start/,\$p"
+	else
+		dmesg | grep -vxF -f "$KLOG_SNAP"
+	fi
+}
+
+# ---- module handling ----
+
+mod_loaded() {
+	[ -d /sys/module/$MOD ]
+}
+
+# The module file to insmod: VISOCK_KO, or when visock is not installed
+# for the running kernel, a build for it in the source tree (VISOCK_SRC).
+KO=${VISOCK_KO:-}
+if [ -z "$KO" ] && [ -n "${VISOCK_SRC:-}" ] &&
+   ! modinfo -n $MOD >/dev/null 2>&1; then
+	for ko in "$VISOCK_SRC/build/$(uname -r)/$MOD.ko" "$VISOCK_SRC/$MOD.ko"; do
+		vermagic=$(modinfo -F vermagic "$ko" 2>/dev/null)
+		if [ "${vermagic%% *}" = "$(uname -r)" ]; then
+			KO=$ko
+			break
+		fi
+	done
+fi
+
+mod_load() {
+	if [ -n "$KO" ]; then
+		modprobe ib_core 2>/dev/null
+		insmod "$KO"
+	else
+		modprobe $MOD
+	fi
+}
+
+mod_unload() {
+	rmmod $MOD
+}
+
+enable_value() {
+	cat "$ENABLE" 2>/dev/null
+}
+
+ORIG_LOADED=0
+ORIG_ENABLE=
+mod_loaded && ORIG_LOADED=1
+[ "$ORIG_LOADED" = 1 ] && ORIG_ENABLE=$(enable_value)
+
+NEED_MODULE=0
+for n in "${TESTS[@]}"; do
+	case "$n" in
+	module.*|basic.*|xhost.srcversion) NEED_MODULE=1 ;;
+	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
+	esac
+done
+
+RESTORED=0
+restore_state() {
+	[ "$RESTORED" = 1 ] && return 0
+	RESTORED=1
+	[ "$IS_ROOT" = 1 ] || return 0
+	if [ "$ORIG_LOADED" = 1 ]; then
+		mod_loaded || mod_load >/dev/null 2>&1
+		if [ -n "$ORIG_ENABLE" ] && [ -w "$ENABLE" ]; then
+			echo "$ORIG_ENABLE" > "$ENABLE" 2>/dev/null
+		fi
+	elif mod_loaded && [ "$NEED_MODULE" = 1 ]; then
+		mod_unload >/dev/null 2>&1
+	fi
+}
+
+HOLDER_PID=
+cleanup() {
+	if [ -n "$HOLDER_PID" ]; then
+		kill "$HOLDER_PID" 2>/dev/null
+		wait "$HOLDER_PID" 2>/dev/null
+	fi
+	restore_state
+	rm -f "$KLOG_SNAP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ "$NEED_MODULE" = 1 ]; then
+	diag "module: ${KO:-modprobe $MOD}"
+	if [ "$IS_ROOT" != 1 ]; then
+		result module.load fail "not root: cannot load $MOD"
+	elif [ "$ORIG_LOADED" = 1 ]; then
+		diag "$MOD already loaded (srcversion $(cat /sys/module/$MOD/srcversion 2>/dev/null))"
+		result module.load pass
+	elif out=$(mod_load 2>&1); then
+		result module.load pass
+	else
+		result module.load fail "loading $MOD: $out"
+	fi
+	if [ -w "$ENABLE" ]; then
+		diag "net.visock.enable: $(enable_value) -> 0 for the run"
+		echo 0 > "$ENABLE"
+	fi
+else
+	result module.load skip "no selected test needs the module"
+fi
+
+# ---- C test programs ----
+
+# run_prog GROUP PROGRAM ARGS...: run the selected tests of GROUP and
+# report them under "GROUP.<name>".
+run_prog() {
+	local group=$1 prog=$2 line name res reason n
+	local re='^(not )?ok [0-9]+ ([^ ]+)( # SKIP ?(.*))?$'
+	local picks=()
+
+	shift 2
+	group_selected "$group" || return 0
+	if [ -n "${SEL[$group.build]:-}" ]; then
+		result "$group.build" fail "$BIN/$prog missing (make -C $BIN)"
+		return 0
+	fi
+	for n in "${TESTS[@]}"; do
+		[[ $n == "$group".* ]] && picks+=(--pick "${n#"$group".}")
+	done
+	"$BIN/$prog" "$@" "${picks[@]}" 2>&1 | while IFS= read -r line; do
+		if [[ $line =~ $re ]]; then
+			name=$group.${BASH_REMATCH[2]}
+			if [ -n "${BASH_REMATCH[1]}" ]; then
+				res=fail
+			elif [ -n "${BASH_REMATCH[3]}" ]; then
+				res=skip
+			else
+				res=pass
+			fi
+			reason=${BASH_REMATCH[4]}
+			if [ -n "${SEL[$name]:-}" ]; then
+				result "$name" "$res" "$reason"
+			else
+				diag "$prog: $line"
+			fi
+		elif [[ $line =~ ^(TAP\ version|1\.\.[0-9]+$) ]]; then
+			:
+		elif [[ $line =~ ^#\ $prog:\ [0-9]+\ passed ]]; then
+			:
+		elif [[ $line == \#* ]]; then
+			echo "$line"
+			[[ $line == *"no client connected within"* ]] &&
+				NO_CLIENT=1
+		else
+			diag "$prog: $line"
+		fi
+	done
+	finish_group "$group" fail "$prog ended without reporting this test"
+}
+
+NO_CLIENT=0
+
+run_prog basic visock_basic --role single
+
+case "$ROLE" in
+client)
+	run_prog xhost visock_test --role client --peer "$PEER" \
+		--ctl-port "$CTL_PORT"
+	run_prog stream_xh visock_stream --role client --peer "$PEER" \
+		${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT" \
+		--family "$FAMILY"
+	;;
+server)
+	run_prog xhost visock_test --role server --ctl-port "$CTL_PORT" \
+		--wait 300
+	wait_s=120
+	[ "$NO_CLIENT" = 1 ] && wait_s=30
+	run_prog stream_xh visock_stream --role server --ctl-port "$CTL_PORT" \
+		--wait "$wait_s"
+	;;
+single)
+	finish_group xhost skip "role single: no peer host"
+	finish_group stream_xh skip "role single: no peer host"
+	;;
+esac
+
+run_prog stream_lo visock_stream --role single --family "$FAMILY"
+
+# ---- module unload / reload ----
+
+# Wait up to 10 s for rmmod to succeed (sockets may be freed lazily).
+unload_retry() {
+	local i
+
+	for i in $(seq 50); do
+		mod_unload 2>/dev/null && return 0
+		sleep 0.2
+	done
+	mod_unload
+}
+
+# Checks after an unload; prints the problem and fails if any.
+check_unloaded() {
+	if mod_loaded; then
+		echo "/sys/module/$MOD still exists"
+		return 1
+	fi
+	if [ -e "$SYSCTL_DIR" ]; then
+		echo "$SYSCTL_DIR still exists"
+		return 1
+	fi
+	return 0
+}
+
+# Checks after a load.
+check_loaded() {
+	local val out
+
+	if ! mod_loaded; then
+		echo "/sys/module/$MOD missing"
+		return 1
+	fi
+	val=$(enable_value)
+	if [ "$val" != 0 ]; then
+		echo "$ENABLE reads '$val' after loading, expected 0"
+		return 1
+	fi
+	if ! out=$("$BIN/visock_basic" --probe); then
+		echo "socket(AF_VISOCK) after loading: $out"
+		return 1
+	fi
+	return 0
+}
+
+test_unload_busy() {
+	local tmp i refcnt out
+
+	mod_loaded || { result module.unload_busy fail "$MOD not loaded"; return; }
+	tmp=$(mktemp)
+	"$BIN/visock_basic" --hold 120 > "$tmp" 2>&1 &
+	HOLDER_PID=$!
+	for i in $(seq 100); do
+		grep -q holding "$tmp" && break
+		kill -0 "$HOLDER_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! grep -q holding "$tmp"; then
+		result module.unload_busy fail "cannot open an AF_VISOCK socket: $(cat "$tmp")"
+	else
+		refcnt=$(cat /sys/module/$MOD/refcnt 2>/dev/null)
+		if ! [ "${refcnt:-0}" -gt 0 ] 2>/dev/null; then
+			result module.unload_busy fail "refcnt '$refcnt' with a socket open, expected > 0"
+		elif out=$(mod_unload 2>&1); then
+			result module.unload_busy fail "rmmod succeeded with a socket open"
+			mod_load >/dev/null 2>&1
+		else
+			diag "rmmod with a socket open (refcnt $refcnt): $out"
+			result module.unload_busy pass
+		fi
+	fi
+	kill "$HOLDER_PID" 2>/dev/null
+	wait "$HOLDER_PID" 2>/dev/null
+	HOLDER_PID=
+	rm -f "$tmp"
+}
+
+test_unload() {
+	local out rc
+
+	mod_loaded || mod_load >/dev/null 2>&1
+	if ! out=$(unload_retry 2>&1); then
+		result module.unload fail "rmmod after closing all sockets: $out"
+		return
+	fi
+	if ! out=$(check_unloaded); then
+		result module.unload fail "$out"
+		return
+	fi
+	out=$("$BIN/visock_basic" --probe)
+	rc=$?
+	case "$rc" in
+	1)
+		result module.unload pass ;;
+	0)
+		if mod_loaded; then
+			diag "socket(AF_VISOCK) auto-loaded $MOD again (net-pf-18 alias); accepted"
+			unload_retry >/dev/null 2>&1
+			result module.unload pass
+		else
+			result module.unload fail "socket(AF_VISOCK) works without the module"
+		fi ;;
+	*)
+		result module.unload fail "socket(AF_VISOCK) without the module: $out, expected EAFNOSUPPORT" ;;
+	esac
+}
+
+test_fresh_load() {
+	local out
+
+	mod_loaded && unload_retry >/dev/null 2>&1
+	if ! out=$(mod_load 2>&1); then
+		result module.fresh_load fail "loading $MOD: $out"
+		return
+	fi
+	if ! out=$(check_loaded); then
+		result module.fresh_load fail "$out"
+		return
+	fi
+	if ! grep -q '^VISOCK' /proc/net/protocols; then
+		result module.fresh_load fail "no VISOCK line in /proc/net/protocols"
+		return
+	fi
+	result module.fresh_load pass
+}
+
+test_reload_loop() {
+	local i out
+
+	mod_loaded || mod_load >/dev/null 2>&1
+	for i in $(seq "$LOOPS"); do
+		if ! out=$(unload_retry 2>&1) || ! out=$(check_unloaded); then
+			result module.reload_loop fail "iteration $i: unload: $out"
+			return
+		fi
+		if ! out=$(mod_load 2>&1) || ! out=$(check_loaded); then
+			result module.reload_loop fail "iteration $i: load: $out"
+			return
+		fi
+	done
+	result module.reload_loop pass
+}
+
+test_restore_state() {
+	restore_state
+	if [ "$ORIG_LOADED" = 1 ]; then
+		if ! mod_loaded; then
+			result module.restore_state fail "could not load $MOD again"
+		elif [ -n "$ORIG_ENABLE" ] && [ "$(enable_value)" != "$ORIG_ENABLE" ]; then
+			result module.restore_state fail "net.visock.enable is $(enable_value), was $ORIG_ENABLE"
+		else
+			result module.restore_state pass
+		fi
+	elif mod_loaded; then
+		result module.restore_state fail "$MOD still loaded; it was not loaded before the run"
+	else
+		result module.restore_state pass
+	fi
+}
+
+if group_selected module; then
+	if [ "$IS_ROOT" != 1 ]; then
+		finish_group module skip "needs root"
+	else
+		[ -n "${SEL[module.unload_busy]:-}" ] && test_unload_busy
+		[ -n "${SEL[module.unload]:-}" ] && test_unload
+		[ -n "${SEL[module.fresh_load]:-}" ] && test_fresh_load
+		[ -n "${SEL[module.reload_loop]:-}" ] && test_reload_loop
+		[ -n "${SEL[module.restore_state]:-}" ] && test_restore_state
+	fi
+fi
+restore_state
+
+# ---- kernel log ----
+
+if [ -n "${SEL[kernel_log_clean]:-}" ]; then
+	if [ "$KLOG_OK" != 0 ] || ! dmesg >/dev/null 2>&1; then
+		result kernel_log_clean skip "cannot read the kernel log (dmesg)"
+	else
+		[ "$KLOG_MARK" = 1 ] && echo "$KLOG_TAG: end" > /dev/kmsg 2>/dev/null
+		new=$(klog_new)
+		[ -n "$RESULTS_BASE" ] && printf '%s\n' "$new" > "$RESULTS_BASE.dmesg"
+		bad=$(printf '%s\n' "$new" | grep -E "$KLOG_PATTERN")
+		if [ -n "$bad" ]; then
+			diag "$(printf '%s\n' "$new" | grep -E -A 20 "$KLOG_PATTERN" | head -n 200)"
+			result kernel_log_clean fail "$(printf '%s\n' "$bad" | wc -l) kernel log lines match $KLOG_PATTERN"
+		else
+			result kernel_log_clean pass
+		fi
+	fi
+fi
+
+echo "# visock selftests: $NPASS passed, $NFAIL failed, $NSKIP skipped"
+echo "# Totals: pass:$NPASS fail:$NFAIL xfail:0 xpass:0 skip:$NSKIP error:0"
+[ "$NFAIL" = 0 ]

@@ -1,0 +1,608 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# vm.sh - two-host QEMU test bed for visock (see README.md).
+#
+#   vm.sh prepare [--kernel 6.1|6.12|all]
+#   vm.sh kver 6.1|6.12
+#   vm.sh run   --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
+#   vm.sh start --kernel K [--timeout SECS]
+#   vm.sh exec  --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
+#   vm.sh stop  --kernel K
+#   vm.sh status --kernel K
+#   vm.sh shell --kernel K --host a|b   (interactive shell on a started bed)
+#
+# Environment:
+#   VISOCK_CACHE        cache root (default ~/.cache/visock)
+#   VISOCK_RESULTS_DIR  host results directory (default <repo>/build/vm-results/<kver>)
+#   VISOCK_VM_INSTANCE  test bed number 0..99 (default 0); separate numbers
+#                       give separate UDP ports and state directories
+#   VISOCK_VM_PORT_BASE first UDP port (default 27700)
+#   VISOCK_VM_ACCEL     QEMU accelerator (default tcg)
+#   VISOCK_VM_MEM       guest RAM in MiB (default 1024)
+
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+cache_root=${VISOCK_CACHE:-$HOME/.cache/visock}/vm
+inst=${VISOCK_VM_INSTANCE:-0}
+port_base=${VISOCK_VM_PORT_BASE:-27700}
+accel=${VISOCK_VM_ACCEL:-tcg}
+mem=${VISOCK_VM_MEM:-1024}
+
+# Kernel series we know about.  The position in this list selects the UDP
+# port pair, so append new series at the end.
+all_series=(6.1 6.12)
+# Series shipped by bookworm-backports rather than bookworm itself.
+backports_series=" 6.12 "
+
+# Userspace the guests use (they run the host's binaries).
+base_pkgs=(qemu-system-x86 busybox-static kmod xz-utils zstd cpio iproute2
+	procps iputils-ping socat rdma-core ibverbs-utils ibverbs-providers perftest iperf3 sockperf)
+
+# What the host looks for in guest kernel logs.
+splat_patterns=("Oops" "WARNING:" "BUG:" "Call Trace:" "Kernel panic" "KASAN"
+	"UBSAN" "kmemleak" "possible circular locking")
+
+die() { echo "vm.sh: error: $*" >&2; exit 1; }
+info() { echo "vm.sh: $*"; }
+now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
+secs() { awk -v ms="$1" 'BEGIN { printf "%.1f", ms / 1000 }'; }
+
+usage() {
+	sed -n '4,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	exit "${1:-2}"
+}
+
+# ---------------------------------------------------------------------------
+# Kernel resolution
+# ---------------------------------------------------------------------------
+
+series_slot() { # SERIES -> index in all_series
+	local i
+	for i in "${!all_series[@]}"; do
+		[ "${all_series[$i]}" = "$1" ] && { echo "$i"; return; }
+	done
+	die "unknown kernel series '$1' (known: ${all_series[*]})"
+}
+
+# Print the kernel release (uname -r) of the newest Debian linux-image-amd64
+# metapackage of SERIES known to apt, e.g. 6.1 -> 6.1.0-56-amd64.  Falls back
+# to the newest installed kernel of that series if apt knows none.
+resolve_kver() {
+	local series=$1 best='' bestk='' v k d
+	series_slot "$series" >/dev/null
+	# One "VERSION KREL" line per metapackage version apt knows about.
+	while read -r v k; do
+		[[ $v == "$series".* ]] || continue
+		if [ -z "$best" ] || dpkg --compare-versions "$v" gt "$best"; then
+			best=$v bestk=$k
+		fi
+	done < <(apt-cache show linux-image-amd64 2>/dev/null | awk '
+		/^Version:/ { v = $2 }
+		/^Depends:/ && match($0, /linux-image-[0-9][^ ,]*/) {
+			print v, substr($0, RSTART + 12, RLENGTH - 12)
+		}')
+	if [ -z "$bestk" ]; then
+		bestk=$(for d in /lib/modules/"$series".*; do
+			if [ -d "$d" ]; then echo "${d##*/}"; fi
+		done | sort -V | tail -n 1)
+	fi
+	[ -n "$bestk" ] || die "cannot resolve a $series kernel (run: vm.sh prepare --kernel $series)"
+	echo "$bestk"
+}
+
+# ---------------------------------------------------------------------------
+# prepare
+# ---------------------------------------------------------------------------
+
+as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"
+	elif command -v sudo >/dev/null; then sudo "$@"
+	else die "need root for: $*"
+	fi
+}
+
+pkg_missing() { # PKG... -> prints the ones not installed
+	local p
+	for p in "$@"; do
+		[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] ||
+			echo "$p"
+	done
+}
+
+apt_install() { # [-t RELEASE] PKG...  (does nothing without packages)
+	local target=()
+	if [ "${1:-}" = -t ]; then target=(-t "$2"); shift 2; fi
+	[ $# -gt 0 ] || return 0
+	info "installing${target:+ (${target[*]})}: $*"
+	as_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends "${target[@]}" "$@"
+}
+
+ensure_backports_source() {
+	if grep -rqs '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		return 1
+	fi
+	info "adding the bookworm-backports apt source"
+	echo "deb http://deb.debian.org/debian bookworm-backports main" |
+		as_root tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
+	return 0
+}
+
+cmd_prepare() {
+	local kernel=all series list=() need_update=0 kver pkgs p
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--kernel) kernel=${2:?}; shift 2 ;;
+		*) usage ;;
+		esac
+	done
+	if [ "$kernel" = all ]; then list=("${all_series[@]}"); else list=("$kernel"); fi
+	for series in "${list[@]}"; do
+		series_slot "$series" >/dev/null
+		if [[ $backports_series == *" $series "* ]] && ensure_backports_source; then
+			need_update=1
+		fi
+		# (no pipe into grep -q: with pipefail, SIGPIPE would count as failure)
+		grep -Eq "\|[[:space:]]*${series//./\\.}\." <<<"$(apt-cache madison linux-image-amd64 2>/dev/null)" ||
+			need_update=1
+	done
+	if [ "$need_update" = 1 ] || [ -n "$(pkg_missing "${base_pkgs[@]}")" ]; then
+		info "apt-get update"
+		as_root apt-get update -qq
+	fi
+
+	# shellcheck disable=SC2046
+	apt_install $(pkg_missing "${base_pkgs[@]}")
+	for series in "${list[@]}"; do
+		kver=$(resolve_kver "$series")
+		pkgs=$(pkg_missing "linux-image-$kver" "linux-headers-$kver")
+		if [[ $backports_series == *" $series "* ]]; then
+			# The metapackages too, unless they already are this series.
+			for p in linux-image-amd64 linux-headers-amd64; do
+				[[ $(dpkg-query -W -f='${Version}' "$p" 2>/dev/null) == "$series".* ]] ||
+					pkgs+=" $p"
+			done
+			# shellcheck disable=SC2086
+			apt_install -t bookworm-backports $pkgs
+		else
+			# shellcheck disable=SC2086
+			apt_install $pkgs
+		fi
+	done
+	for series in "${list[@]}"; do
+		kver=$(resolve_kver "$series")
+		ensure_initrd "$kver"
+		info "kernel $series -> $kver"
+	done
+}
+
+# ---------------------------------------------------------------------------
+# initramfs cache
+# ---------------------------------------------------------------------------
+
+# Rebuild when missing, when mkinitrd.sh changed, or when the kernel's
+# module tree was regenerated.
+ensure_initrd() {
+	local kver=$1 dir stamp
+	dir=$cache_root/$kver
+	if [ ! -r "/boot/vmlinuz-$kver" ] || [ ! -d "/lib/modules/$kver" ]; then
+		die "kernel $kver is not installed (run: vm.sh prepare)"
+	fi
+	mkdir -p "$dir"
+	stamp="$(sha256sum <"$here/mkinitrd.sh" | cut -d' ' -f1) $kver \
+$(stat -c %Y "/lib/modules/$kver/modules.dep")"
+	(
+		flock 9
+		if [ -f "$dir/initrd.img" ] && [ "$(cat "$dir/initrd.stamp" 2>/dev/null)" = "$stamp" ]; then
+			exit 0
+		fi
+		info "building initramfs for $kver"
+		"$here/mkinitrd.sh" "$kver" "$dir/initrd.img"
+		echo "$stamp" >"$dir/initrd.stamp"
+	) 9>"$dir/.initrd.lock"
+}
+
+# ---------------------------------------------------------------------------
+# Test bed state: one directory per (kernel, instance)
+# ---------------------------------------------------------------------------
+
+# setup_bed SERIES: sets kver, state, ctl, ports and the VM names.
+setup_bed() {
+	local series=$1 slot
+	[[ $inst =~ ^[0-9]{1,2}$ ]] || die "VISOCK_VM_INSTANCE must be 0..99"
+	slot=$(series_slot "$series")
+	kver=$(resolve_kver "$series")
+	state=$cache_root/$kver/inst$inst
+	ctl=$state/ctl
+	# Two ports per bed: a listens on port_a, b on port_b.
+	port_a=$((port_base + inst * 2 * ${#all_series[@]} + slot * 2))
+	port_b=$((port_a + 1))
+	mkdir -p "$state"
+}
+
+vm_name() { echo "visock-$1-$kver-i$inst"; }
+
+# vm_pid HOST: prints the QEMU pid if that VM is running (checked by name, so
+# a recycled pid never gets mistaken for ours).
+vm_pid() {
+	local pid
+	pid=$(cat "$state/$1.pid" 2>/dev/null) || return 1
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "-name $(vm_name "$1") " || return 1
+	echo "$pid"
+}
+
+vm_kill() { # HOST
+	local pid i
+	pid=$(vm_pid "$1") || return 0
+	kill "$pid" 2>/dev/null || true
+	for i in $(seq 20); do
+		vm_pid "$1" >/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+port_busy() { [ -n "$(ss -Huln "sport = :$1" 2>/dev/null)" ]; }
+
+results_dir_for() { # default results directory
+	local d=${VISOCK_RESULTS_DIR:-$repo/build/vm-results/$kver}
+	[ "$inst" = 0 ] || [ -n "${VISOCK_RESULTS_DIR:-}" ] || d=$d-i$inst
+	realpath -m "$d"
+}
+
+# Empty a directory without removing it (it may be a live 9p export).
+wipe_dir() {
+	mkdir -p "$1"
+	find "$1" -mindepth 1 -delete
+}
+
+# launch HOST MODE: boot one guest in the background.
+launch() {
+	local host=$1 mode=$2 mac my_port peer_port extra=()
+	if [ "$host" = a ]; then
+		my_port=$port_a peer_port=$port_b mac=52:54:00:77:00:0a
+	else
+		my_port=$port_b peer_port=$port_a mac=52:54:00:77:00:0b
+	fi
+	if port_busy "$my_port"; then
+		die "UDP port $my_port is in use (another test bed? set VISOCK_VM_INSTANCE)"
+	fi
+	: >"$state/$host.serial.log"
+	rm -f "$state/$host.pid" "$state/$host.shell.sock"
+	if [ "$mode" = persist ]; then
+		# Second serial port (ttyS1 in the guest) for "vm.sh shell".
+		extra=(-chardev "socket,id=shell,path=$state/$host.shell.sock,server=on,wait=off"
+			-serial chardev:shell)
+	fi
+	qemu-system-x86_64 \
+		-name "$(vm_name "$host")" \
+		-accel "$accel" -cpu max -smp 1 -m "$mem" \
+		-nodefaults -no-user-config -display none -monitor none -no-reboot \
+		-serial "file:$state/$host.serial.log" "${extra[@]}" \
+		-kernel "/boot/vmlinuz-$kver" \
+		-initrd "$cache_root/$kver/initrd.img" \
+		-append "console=ttyS0 quiet panic=-1 panic_on_warn=0 \
+visock.init=$here/guest.sh visock.host=$host visock.mode=$mode \
+visock.src=$repo visock.results=$results" \
+		-fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap" \
+		-device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot \
+		-fsdev "local,id=fssrc,path=$repo,security_model=none,readonly=on,multidevs=remap" \
+		-device virtio-9p-pci,fsdev=fssrc,mount_tag=src \
+		-fsdev "local,id=fsctl,path=$ctl,security_model=none" \
+		-device virtio-9p-pci,fsdev=fsctl,mount_tag=ctl \
+		-fsdev "local,id=fsres,path=$results,security_model=none" \
+		-device virtio-9p-pci,fsdev=fsres,mount_tag=results \
+		-netdev "socket,id=n0,udp=127.0.0.1:$peer_port,localaddr=127.0.0.1:$my_port" \
+		-device "virtio-net-pci,netdev=n0,mac=$mac" \
+		-daemonize -pidfile "$state/$host.qemu.pid" </dev/null
+	# Keep our own copy: QEMU removes its pid file when it exits.
+	cp "$state/$host.qemu.pid" "$state/$host.pid"
+}
+
+# Start streaming both guests' console.log with a "[a] " / "[b] " prefix.
+# tail stops (after a last read) once the sentinel process is gone.
+start_streams() {
+	# Bounded, so that nothing lingers even if vm.sh itself gets killed.
+	sleep $((timeout + 60)) &
+	sentinel=$!
+	stream_pids=()
+	local h
+	for h in a b; do
+		tail -n +1 -F -s 0.2 --pid="$sentinel" "$results/$h/console.log" 2>/dev/null |
+			sed -u "s/^/[$h] /" &
+		stream_pids+=($!)
+	done
+}
+
+stop_streams() {
+	[ -n "${sentinel:-}" ] || return 0
+	kill "$sentinel" 2>/dev/null || true
+	wait "${stream_pids[@]}" 2>/dev/null || true
+	sentinel=
+}
+
+# Write a job for both guests.  SCRIPT must be visible inside the guest; the
+# guest has its own /tmp and /run, so scripts from there are copied into
+# the ctl share first.
+write_jobs() { # ID SCRIPT [ARGS...]
+	local id=$1 script=$2 h argv runner=()
+	shift 2
+	[ -f "$script" ] || die "no such script: $script"
+	script=$(realpath "$script")
+	[ -x "$script" ] || runner=(bash)
+	case "$script" in
+	/tmp/* | /run/* | /dev/* | /proc/* | /sys/*)
+		cp "$script" "$ctl/job-script"
+		script=/run/visock/ctl/job-script ;;
+	esac
+	argv=$(printf '%q ' "${runner[@]}" "$script" "$@")
+	for h in a b; do
+		mkdir -p "$ctl/$h"
+		rm -f "$ctl/$h/done" "$ctl/$h/job.running"
+		printf 'VISOCK_JOB_ID=%q\nVISOCK_JOB_ARGV=(%s)\n' "$id" "$argv" >"$ctl/$h/job.tmp"
+		mv "$ctl/$h/job.tmp" "$ctl/$h/job"
+	done
+}
+
+# Scan FILE for kernel splats; prints findings, returns 1 if any.
+scan_log() { # LABEL FILE
+	local label=$1 file=$2 pat bad=0
+	[ -f "$file" ] || return 0
+	for pat in "${splat_patterns[@]}"; do
+		if grep -qF -- "$pat" "$file"; then
+			echo "vm.sh: FAIL: $label contains \"$pat\":"
+			grep -nF -- "$pat" "$file" | head -n 3 | sed 's/^/    /'
+			bad=1
+		fi
+	done
+	return "$bad"
+}
+
+# Collect the verdict for both hosts; serial_off[HOST] selects the part of
+# the serial log that belongs to this job.  Returns 1 on any failure.
+declare -A serial_off=([a]=0 [b]=0)
+verdict() {
+	local h rc ok=0
+	for h in a b; do
+		tail -c "+$((serial_off[$h] + 1))" "$state/$h.serial.log" >"$results/$h/serial.log" 2>/dev/null || true
+		rc=$(cat "$results/$h/rc" 2>/dev/null || true)
+		if [ -z "$rc" ]; then
+			echo "vm.sh: FAIL: host $h: no exit code (guest died or timed out)"
+			ok=1
+		elif [ "$rc" != 0 ]; then
+			echo "vm.sh: FAIL: host $h: script exited with $rc"
+			ok=1
+		fi
+		scan_log "host $h dmesg.txt" "$results/$h/dmesg.txt" || ok=1
+		scan_log "host $h serial console" "$results/$h/serial.log" || ok=1
+	done
+	return "$ok"
+}
+
+# Wait until both guests finished the job (or are gone); honours $timeout.
+# With WANT_DONE=1 it waits for the done markers (persistent mode), else for
+# the QEMU processes to exit.
+wait_guests() { # START_MS WANT_DONE
+	local t0=$1 want_done=$2 h finished
+	while :; do
+		finished=0
+		for h in a b; do
+			note_ready "$h" "$t0"
+			if [ "$want_done" = 1 ]; then
+				[ -f "$ctl/$h/done" ] && finished=$((finished + 1)) && continue
+				vm_pid "$h" >/dev/null || {
+					echo "vm.sh: FAIL: host $h: QEMU exited during the job"
+					finished=$((finished + 1))
+				}
+			else
+				vm_pid "$h" >/dev/null || finished=$((finished + 1))
+			fi
+		done
+		[ "$finished" = 2 ] && return 0
+		if [ $(( $(now_ms) - t0 )) -gt $((timeout * 1000)) ]; then
+			echo "vm.sh: FAIL: timeout after ${timeout}s, killing the guests"
+			[ "$want_done" = 0 ] || echo "vm.sh: (vm.sh start to boot them again)"
+			vm_kill a
+			vm_kill b
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# Print the boot time of HOST once its ready marker shows up.
+declare -A ready_seen=()
+note_ready() { # HOST START_MS
+	[ -z "${ready_seen[$1]:-}" ] && [ -f "$ctl/$1/ready" ] || return 0
+	ready_seen[$1]=1
+	info "host $1 ready: $(secs $(( $(now_ms) - $2 )))s wall, guest uptime $(cat "$ctl/$1/ready")s"
+}
+
+parse_bed_args() { # sets series, timeout, job (array)
+	series='' timeout=600 job=() host_opt=''
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--kernel) series=${2:?}; shift 2 ;;
+		--timeout) timeout=${2:?}; shift 2 ;;
+		--host) host_opt=${2:?}; shift 2 ;;
+		--) shift; job=("$@"); break ;;
+		*) usage ;;
+		esac
+	done
+	[ -n "$series" ] || die "--kernel is required"
+	[[ $timeout =~ ^[0-9]+$ ]] || die "bad --timeout"
+	setup_bed "$series"
+}
+
+check_paths() {
+	[[ "$repo$results$here" != *[[:space:]]* ]] ||
+		die "the repository and results paths must not contain white space"
+}
+
+# ---------------------------------------------------------------------------
+# run / start / exec / stop
+# ---------------------------------------------------------------------------
+
+cleanup_run() {
+	stop_streams
+	vm_kill a
+	vm_kill b
+}
+
+cmd_run() {
+	local t0 rc=0
+	parse_bed_args "$@"
+	[ ${#job[@]} -gt 0 ] || die "run needs -- SCRIPT [ARGS...]"
+	if vm_pid a >/dev/null || vm_pid b >/dev/null; then
+		die "test bed $kver/inst$inst is running (vm.sh stop, or use VISOCK_VM_INSTANCE)"
+	fi
+	ensure_initrd "$kver"
+	results=$(results_dir_for)
+	check_paths
+	wipe_dir "$results"
+	wipe_dir "$ctl"
+	mkdir -p "$results/a" "$results/b"
+	write_jobs "run" "${job[@]}"
+
+	info "kernel $kver, results in $results"
+	trap cleanup_run EXIT
+	trap 'exit 130' INT TERM
+	t0=$(now_ms)
+	start_streams
+	launch a run
+	launch b run
+	wait_guests "$t0" 0 || rc=1
+	stop_streams
+	verdict || rc=1
+	info "wall time $(secs $(( $(now_ms) - t0 )))s"
+	trap - EXIT
+	if [ "$rc" = 0 ]; then info "PASS"; else info "FAILED (see $results)"; fi
+	return "$rc"
+}
+
+cmd_start() {
+	local t0 h
+	parse_bed_args "$@"
+	if vm_pid a >/dev/null || vm_pid b >/dev/null; then
+		info "test bed $kver/inst$inst already running"
+		return 0
+	fi
+	ensure_initrd "$kver"
+	results=$(results_dir_for)
+	check_paths
+	wipe_dir "$results"
+	wipe_dir "$ctl"
+	mkdir -p "$results/a" "$results/b" "$ctl/a" "$ctl/b"
+	echo "$results" >"$state/results_dir"
+	t0=$(now_ms)
+	launch a persist
+	launch b persist
+	until [ -f "$ctl/a/ready" ] && [ -f "$ctl/b/ready" ]; do
+		for h in a b; do
+			note_ready "$h" "$t0"
+			vm_pid "$h" >/dev/null || {
+				tail -n 20 "$state/$h.serial.log"
+				vm_kill a; vm_kill b
+				die "host $h died while booting"
+			}
+		done
+		if [ $(( $(now_ms) - t0 )) -gt $((timeout * 1000)) ]; then
+			vm_kill a; vm_kill b
+			die "guests not ready after ${timeout}s"
+		fi
+		sleep 0.2
+	done
+	note_ready a "$t0"
+	note_ready b "$t0"
+	info "test bed $kver/inst$inst running (vm.sh exec / vm.sh stop)"
+}
+
+cmd_exec() {
+	local t0 rc=0 h id
+	parse_bed_args "$@"
+	[ ${#job[@]} -gt 0 ] || die "exec needs -- SCRIPT [ARGS...]"
+	for h in a b; do
+		vm_pid "$h" >/dev/null || die "host $h is not running (vm.sh start --kernel $series)"
+		[ -f "$ctl/$h/ready" ] || die "host $h is not ready yet"
+	done
+	results=$(cat "$state/results_dir")
+	if [ -n "${VISOCK_RESULTS_DIR:-}" ] && [ "$VISOCK_RESULTS_DIR" != "$results" ]; then
+		info "note: the running test bed writes to $results"
+	fi
+	wipe_dir "$results"
+	mkdir -p "$results/a" "$results/b"
+	serial_off[a]=$(stat -c %s "$state/a.serial.log")
+	serial_off[b]=$(stat -c %s "$state/b.serial.log")
+	id=$(date +%s%N)
+	ready_seen=([a]=1 [b]=1)
+	t0=$(now_ms)
+	trap stop_streams EXIT
+	start_streams
+	write_jobs "$id" "${job[@]}"
+	wait_guests "$t0" 1 || rc=1
+	stop_streams
+	trap - EXIT
+	verdict || rc=1
+	info "wall time $(secs $(( $(now_ms) - t0 )))s"
+	if [ "$rc" = 0 ]; then info "PASS"; else info "FAILED (see $results)"; fi
+	return "$rc"
+}
+
+cmd_stop() {
+	local h i
+	parse_bed_args "$@"
+	for h in a b; do
+		if vm_pid "$h" >/dev/null; then touch "$ctl/$h/stop"; fi
+	done
+	for i in $(seq 100); do
+		vm_pid a >/dev/null || vm_pid b >/dev/null || break
+		sleep 0.1
+	done
+	vm_kill a
+	vm_kill b
+	rm -f "$ctl/a/stop" "$ctl/b/stop"
+	info "test bed $kver/inst$inst stopped"
+}
+
+cmd_shell() {
+	parse_bed_args "$@"
+	case "$host_opt" in a | b) ;; *) die "shell needs --host a|b" ;; esac
+	vm_pid "$host_opt" >/dev/null ||
+		die "host $host_opt is not running (vm.sh start --kernel $series)"
+	command -v socat >/dev/null || die "socat is missing (vm.sh prepare)"
+	info "attached to host $host_opt; press Enter for a prompt, Ctrl-] to detach"
+	socat -,raw,echo=0,escape=0x1d "UNIX-CONNECT:$state/$host_opt.shell.sock"
+	echo
+}
+
+cmd_status() {
+	local h pid
+	parse_bed_args "$@"
+	for h in a b; do
+		if pid=$(vm_pid "$h"); then
+			info "host $h: running (pid $pid, port $( [ "$h" = a ] && echo "$port_a" || echo "$port_b"))"
+		else
+			info "host $h: stopped"
+		fi
+	done
+}
+
+[ $# -gt 0 ] || usage
+cmd=$1
+shift
+case "$cmd" in
+prepare) cmd_prepare "$@" ;;
+kver) [ $# = 1 ] || usage; resolve_kver "$1" ;;
+run) cmd_run "$@" ;;
+start) cmd_start "$@" ;;
+exec) cmd_exec "$@" ;;
+stop) cmd_stop "$@" ;;
+status) cmd_status "$@" ;;
+shell) cmd_shell "$@" ;;
+-h | --help | help) usage 0 ;;
+*) usage ;;
+esac
