@@ -18,10 +18,13 @@ TESTING	:= tools/testing
 
 VERSION	:= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
-.PHONY: all modules modules-clean clean install modules_install check check-quick demo \
+.PHONY: all tools modules modules-clean clean install modules_install check check-quick demo \
 	bench checkpatch kunit vm-test selftests dkms-check modules-testbed
 
-all: modules
+all: modules tools
+
+tools:
+	$(MAKE) -C tools/visock
 
 modules:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
@@ -33,10 +36,14 @@ modules_install:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
 
 install: modules_install
+	$(MAKE) -C tools/visock install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	install -D -m 0644 include/uapi/linux/visock.h \
+		$(DESTDIR)$(PREFIX)/include/linux/visock.h
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
 	$(MAKE) -C $(TESTING)/selftests/net/visock clean
+	$(MAKE) -C tools/visock clean
 	rm -rf build
 
 # Build visock.ko for both test-bed kernels (6.1 and 6.12) in build/<kver>,

@@ -36,6 +36,13 @@
  *   5. sk_callback_lock of the internal TCP socket
  * Data calls (sendmsg/recvmsg) in TCP mode take no visock lock at all, so
  * that a reader blocked in TCP does not stop a writer, as with TCP.
+ *
+ * RDMA mode.  Once the handshake switched a connection to
+ * VISOCK_MODE_RDMA (which never changes back), sendmsg, recvmsg, poll,
+ * shutdown, release and the SIOCINQ/SIOCOUTQ ioctls go to the data path
+ * (visock_tx.c, visock_rx.c, visock_cdc.c; rules at the top of those
+ * files).  Its calls take lock_sock() of the visock socket (released
+ * while they wait) and, inside it, the data path's spinlock.
  */
 #include <linux/module.h>
 #include <linux/net.h>
@@ -49,6 +56,7 @@
 
 #include "visock.h"
 #include "visock_link.h"
+#include "visock_rdma.h"
 
 static const struct proto_ops visock_stream_ops;
 
@@ -121,6 +129,7 @@ static void visock_sk_destruct(struct sock *sk)
 {
 	WARN_ON_ONCE(visock_sk(sk)->tcp);
 	WARN_ON_ONCE(visock_sk(sk)->link);
+	WARN_ON_ONCE(visock_sk(sk)->dp);
 	WARN_ON_ONCE(visock_sk(sk)->listener);
 	WARN_ON_ONCE(!list_empty(&visock_sk(sk)->accept_q));
 }
@@ -252,8 +261,7 @@ static void visock_child_destroy(struct visock_sock *child)
 	if (cancel_delayed_work(&child->hs_work))
 		sock_put(sk);
 	lock_sock(sk);
-	visock_link_destroy(child->link);
-	child->link = NULL;
+	visock_rdma_destroy_link(child);
 	if (child->tcp)
 		sock_no_linger(child->tcp->sk);
 	visock_tcp_release(child);
@@ -509,6 +517,9 @@ void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state)
 	if (READ_ONCE(vsk->mode) == VISOCK_MODE_HANDSHAKE) {
 		/* Let the handshake see the FIN or reset. */
 		visock_hs_kick(vsk);
+	} else if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA) {
+		if (tcp_state == TCP_CLOSE_WAIT || tcp_state == TCP_CLOSE)
+			visock_rdma_tcp_closed(vsk);
 	} else if (tcp_state == TCP_ESTABLISHED &&
 		   READ_ONCE(sk->sk_state) == TCP_SYN_SENT) {
 		WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
@@ -531,9 +542,8 @@ static int visock_connect(struct socket *sock, struct sockaddr *addr,
 {
 	struct sock *sk = sock->sk;
 	struct visock_sock *vsk = visock_sk(sk);
-	int err;
-
 	long timeo;
+	int err;
 
 	lock_sock(sk);
 	if (sk->sk_state == TCP_LISTEN) {
@@ -567,6 +577,18 @@ static int visock_connect(struct socket *sock, struct sockaddr *addr,
 		sock->state = SS_CONNECTED;
 	release_sock(sk);
 
+	if (err && err != -EINPROGRESS && err != -EALREADY && err != -EISCONN &&
+	    test_bit(VISOCK_F_DECIDED, &vsk->flags)) {
+		/*
+		 * TCP got connected, then failed while visock set up the
+		 * connection: the handshake knows best what happened (TCP
+		 * may only say ECONNABORTED once the handshake consumed its
+		 * error).
+		 */
+		timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
+		visock_wait_settled(vsk, timeo);
+		return sock_error(sk) ? : err;
+	}
 	if (!err && !test_bit(VISOCK_F_SETTLED, &vsk->flags)) {
 		/* Like TCP's connect(): wait for the whole setup. */
 		timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
@@ -598,8 +620,18 @@ static int visock_release(struct socket *sock)
 	if (listening)
 		visock_listen_stop(vsk);
 	visock_hs_cancel(vsk);
-	visock_link_destroy(vsk->link);
-	vsk->link = NULL;
+	/* RDMA mode: deliver what was written, maybe in the background. */
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA && vsk->dp &&
+	    visock_tx_close(vsk)) {
+		/* visock_tx_close_work() releases the link and TCP socket. */
+		lock_sock(sk);
+		sock_orphan(sk);
+		sock->sk = NULL;
+		release_sock(sk);
+		sock_put(sk);
+		return 0;
+	}
+	visock_rdma_destroy_link(vsk);
 
 	/* TCP closes the connection, lingering if SO_LINGER says so. */
 	if (vsk->tcp)
@@ -631,6 +663,8 @@ static int visock_shutdown(struct socket *sock, int how)
 		sk->sk_state_change(sk);
 		return err;
 	}
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+		return visock_tx_shutdown(vsk, how);
 	err = kernel_sock_shutdown(vsk->tcp, how);
 	visock_tcp_consume_err(vsk, err);
 	return err;
@@ -653,7 +687,12 @@ static __poll_t visock_poll(struct file *file, struct socket *sock,
 	if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
 		return list_empty_careful(&vsk->accept_q) ? 0 :
 		       EPOLLIN | EPOLLRDNORM;
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+		return visock_rdma_poll(vsk);
 
+	/* SO_RCVLOWAT decides POLLIN; 6.1 never shows us setting it. */
+	if (READ_ONCE(tsk->sk_rcvlowat) != READ_ONCE(sk->sk_rcvlowat))
+		WRITE_ONCE(tsk->sk_rcvlowat, READ_ONCE(sk->sk_rcvlowat));
 	/* TCP's view, without registering on TCP's wait queue. */
 	mask = vsk->tcp->ops->poll(file, vsk->tcp, NULL) & ~EPOLLERR;
 	/* No data events before the connection has settled. */
@@ -678,7 +717,13 @@ static int visock_ioctl(struct socket *sock, unsigned int cmd,
 			unsigned long arg)
 {
 	struct visock_sock *vsk = visock_sk(sock->sk);
+	int err;
 
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA) {
+		err = visock_rdma_ioctl(vsk, cmd, arg);
+		if (err != -ENOIOCTLCMD)
+			return err;
+	}
 	return vsk->tcp->ops->ioctl(vsk->tcp, cmd, arg);
 }
 
@@ -691,11 +736,15 @@ static int visock_sendmsg(struct socket *sock, struct msghdr *msg,
 	if (msg->msg_flags & MSG_OOB)
 		return -EOPNOTSUPP;
 	if (visock_settling(vsk)) {
-		ret = visock_wait_settled(vsk, sock_sndtimeo(sock->sk,
-					  msg->msg_flags & MSG_DONTWAIT));
+		long timeo = sock_sndtimeo(sock->sk,
+					   msg->msg_flags & MSG_DONTWAIT);
+
+		ret = visock_wait_settled(vsk, timeo);
 		if (ret)
 			return ret;
 	}
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+		return visock_tx_sendmsg(vsk, msg, len);
 	visock_tcp_sync_opts(vsk);
 	ret = vsk->tcp->ops->sendmsg(vsk->tcp, msg, len);
 	visock_tcp_consume_err(vsk, ret);
@@ -711,11 +760,14 @@ static int visock_recvmsg(struct socket *sock, struct msghdr *msg,
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP;
 	if (visock_settling(vsk)) {
-		ret = visock_wait_settled(vsk, sock_rcvtimeo(sock->sk,
-					  flags & MSG_DONTWAIT));
+		long timeo = sock_rcvtimeo(sock->sk, flags & MSG_DONTWAIT);
+
+		ret = visock_wait_settled(vsk, timeo);
 		if (ret)
 			return ret;
 	}
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+		return visock_rx_recvmsg(vsk, msg, len, flags);
 	visock_tcp_sync_opts(vsk);
 	ret = vsk->tcp->ops->recvmsg(vsk->tcp, msg, len, flags);
 	visock_tcp_consume_err(vsk, ret);
@@ -779,12 +831,24 @@ static int visock_setsockopt_socket(struct socket *sock, int optname,
 	len = min_t(unsigned int, optlen, sizeof(buf));
 	if (copy_from_sockptr(buf, optval, len))
 		return -EFAULT;
-	err = sock_setsockopt(sock, SOL_SOCKET, optname,
+	/*
+	 * The generic code refuses SO_REUSEPORT on non-inet sockets: TCP
+	 * gets it, the visock socket only records it for getsockopt().
+	 */
+	if (optname != SO_REUSEPORT) {
+		err = sock_setsockopt(sock, SOL_SOCKET, optname,
+				      KERNEL_SOCKPTR(buf), len);
+		if (err)
+			return err;
+	}
+	err = sock_setsockopt(vsk->tcp, SOL_SOCKET, optname,
 			      KERNEL_SOCKPTR(buf), len);
-	if (err)
-		return err;
-	return sock_setsockopt(vsk->tcp, SOL_SOCKET, optname,
-			       KERNEL_SOCKPTR(buf), len);
+	if (!err && optname == SO_REUSEPORT) {
+		lock_sock(sock->sk);
+		sock->sk->sk_reuseport = vsk->tcp->sk->sk_reuseport;
+		release_sock(sock->sk);
+	}
+	return err;
 }
 
 static int visock_setsockopt(struct socket *sock, int level, int optname,
@@ -825,6 +889,7 @@ static int visock_getsockopt_info(struct visock_sock *vsk,
 		info.vi_flags |= VISOCK_INFO_F_PEER_OPT;
 	if (test_bit(VISOCK_F_LINK_UP, &vsk->flags))
 		info.vi_flags |= VISOCK_INFO_F_LINK_UP;
+	visock_rdma_info(vsk, &info);
 	release_sock(&vsk->sk);
 
 	len = min_t(int, len, sizeof(info));

@@ -18,6 +18,9 @@
 #include "visock_compat.h"
 #include "visock_wire.h"
 
+/* Module version; keep in sync with PACKAGE_VERSION in dkms.conf. */
+#define VISOCK_VERSION	"0.1.0"
+
 /* Default of net.visock.handshake_timeout_ms. */
 #define VISOCK_HS_TIMEOUT_MS_DEFAULT	3000
 
@@ -51,6 +54,7 @@ struct visock_net {
  *	listener for accepted sockets) and released in visock_release();
  *	constant in between.
  * @flags: VISOCK_F_* bits, atomic bitops
+ * @err_mirror: TCP error last copied to sk_err (visock_tcp.c), or 0
  * @mode: enum visock_mode; written under lock_sock(@sk), read locklessly
  * @fb_reason: enum visock_fallback_reason once @mode is VISOCK_MODE_TCP
  * @family: AF_INET or AF_INET6, the family of @tcp
@@ -69,6 +73,10 @@ struct visock_net {
  * @listener: for a child still in its handshake, the listener it goes
  *	to (referenced); NULL otherwise
  * @link: RDMA link of this connection, or NULL
+ * @dp: RDMA data path state (visock_rdma.h), or NULL.  Set under
+ *	lock_sock() by the handshake once @link is connected, before the
+ *	peer may write; freed with @link by visock_rdma_destroy_link().
+ *	Constant while the connection is in VISOCK_MODE_RDMA.
  * @local_token: token we chose; @peer_token: token the peer chose
  * @peer_qpn: the peer's QP number; @peer_rbuf_size: its ring size
  * @saved_data_ready: @tcp's callbacks before visock took them over,
@@ -81,12 +89,14 @@ struct visock_sock {
 	struct sock sk;
 	struct socket *tcp;
 	unsigned long flags;
+	int err_mirror;
 	u8 mode;
 	u8 fb_reason;
 	u16 family;
 	struct visock_synopt local_opt;
 	struct visock_synopt peer_opt;
 
+	/* Protects accept_q and accept_len; see the kernel-doc above. */
 	spinlock_t accept_lock;
 	struct list_head accept_q;
 	unsigned int accept_len;
@@ -99,6 +109,7 @@ struct visock_sock {
 	struct delayed_work hs_work;
 	struct visock_sock *listener;
 	struct visock_link *link;
+	struct visock_dp *dp;
 	u32 local_token;
 	u32 peer_token;
 	u32 peer_qpn;
@@ -139,6 +150,7 @@ enum visock_hs_state {
 };
 
 struct visock_link;
+struct visock_dp;
 
 static inline struct visock_sock *visock_sk(const struct sock *sk)
 {
@@ -185,10 +197,20 @@ int visock_decide(struct visock_sock *vsk);
 void visock_decide_child(struct visock_sock *child);
 void visock_set_fallback(struct visock_sock *vsk, u8 reason);
 
+/* visock_debugfs.c */
+extern u32 visock_test_raw_handshake;
+void visock_debugfs_init(void);
+void visock_debugfs_exit(void);
+
 /* visock_ib.c */
 int visock_ib_init(void);
 void visock_ib_exit(void);
 unsigned int visock_ib_device_count(void);
+
+/* visock_proc.c */
+const char *visock_fb_name(unsigned int reason);
+int visock_proc_net_init(struct net *net);
+void visock_proc_net_exit(struct net *net);
 
 /* visock_sysctl.c */
 int visock_sysctl_net_init(struct net *net);

@@ -42,6 +42,7 @@
 
 #include "visock.h"
 #include "visock_link.h"
+#include "visock_rdma.h"
 
 /* Default ring size until size classes come from SO_RCVBUF. */
 #define VISOCK_HS_RBUF_SIZE	(64U * 1024)
@@ -65,6 +66,7 @@ void visock_hs_init(struct visock_sock *vsk)
 	vsk->hs_version = 0;
 	vsk->listener = NULL;
 	vsk->link = NULL;
+	vsk->dp = NULL;
 	vsk->local_token = 0;
 	vsk->peer_token = 0;
 	vsk->peer_qpn = 0;
@@ -149,8 +151,7 @@ static void visock_hs_wake(struct visock_sock *vsk)
 
 static void visock_hs_drop_link(struct visock_sock *vsk)
 {
-	visock_link_destroy(vsk->link);
-	vsk->link = NULL;
+	visock_rdma_destroy_link(vsk);
 	clear_bit(VISOCK_F_LINK_UP, &vsk->flags);
 }
 
@@ -164,19 +165,20 @@ static void visock_hs_fallback(struct visock_sock *vsk, u8 reason)
 }
 
 /*
- * The RDMA link is up.  The data path of this version still carries the
- * bytes over TCP: the connection reports mode TCP, no fallback reason and
- * VISOCK_INFO_F_LINK_UP.
+ * The RDMA link is up and its receive side ready (visock_rdma_prepare()):
+ * from now on the stream travels over RDMA; the internal TCP connection
+ * stays open, idle, until the socket is closed.
  */
 static void visock_hs_success(struct visock_sock *vsk)
 {
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 
 	atomic64_inc(&vn->hs_done);
+	atomic64_inc(&vn->conns_rdma);
 	set_bit(VISOCK_F_LINK_UP, &vsk->flags);
 	vsk->hs_state = VISOCK_HS_DONE;
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
-	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
+	WRITE_ONCE(vsk->mode, VISOCK_MODE_RDMA);
 	set_bit(VISOCK_F_SETTLED, &vsk->flags);
 }
 
@@ -255,13 +257,15 @@ static int visock_hs_recv(struct visock_sock *vsk, struct visock_hs_msg *m)
 		return -ECONNRESET;
 	if (memcmp(buf, visock_hs_magic, min_t(int, got, 4)))
 		return -ENOMSG;
-	if (got < VISOCK_HS_HDR_LEN)
-		return 0;
-	len = visock_hs_msg_len(buf, got);
+	len = got < VISOCK_HS_HDR_LEN ? 0 : visock_hs_msg_len(buf, got);
 	if (len < 0)
 		return -EPROTO;
-	if (got < len)
+	if (!len || got < len) {
+		/* The rest will never come if the peer already sent FIN. */
+		if (READ_ONCE(vsk->tcp->sk->sk_shutdown) & RCV_SHUTDOWN)
+			return -EPROTO;
 		return 0;
+	}
 
 	memset(&msg, 0, sizeof(msg));
 	iov.iov_base = buf;
@@ -391,6 +395,9 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 	}
 	visock_hs_note_peer(vsk, rep);
 	err = visock_link_connect(vsk->link, rep);
+	/* The server may write as soon as it has CONFIRM. */
+	if (!err)
+		err = visock_rdma_prepare(vsk);
 	if (err) {
 		u8 reason = visock_hs_link_reason(err);
 
@@ -434,6 +441,9 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REP);
 	if (!err)
 		err = visock_link_connect(vsk->link, req);
+	/* The client may write as soon as it has REP. */
+	if (!err)
+		err = visock_rdma_prepare(vsk);
 	if (err) {
 		u8 reason = visock_hs_link_reason(err);
 
@@ -501,13 +511,12 @@ static void visock_hs_step(struct visock_sock *vsk)
 	}
 	if (ret == -EBADMSG) {
 		/* One whole message consumed: still in sync. */
-		if (vsk->hs_state == VISOCK_HS_SRV_WAIT_CONFIRM) {
+		if (vsk->hs_state == VISOCK_HS_SRV_WAIT_CONFIRM)
 			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
-		} else if (visock_hs_decline(vsk, VISOCK_FB_BAD_MSG)) {
+		else if (visock_hs_decline(vsk, VISOCK_FB_BAD_MSG))
 			visock_hs_abort(vsk, EPROTO);
-		} else {
+		else
 			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
-		}
 		return;
 	}
 	if (ret < 0) {
@@ -648,6 +657,13 @@ int visock_decide(struct visock_sock *vsk)
 	if (reason != VISOCK_FB_NONE) {
 		vsk->hs_state = VISOCK_HS_DONE;
 		visock_set_fallback(vsk, reason);
+		set_bit(VISOCK_F_SETTLED, &vsk->flags);
+		return 0;
+	}
+	if (READ_ONCE(visock_test_raw_handshake)) {
+		/* Test hook: the application speaks the handshake itself. */
+		vsk->hs_state = VISOCK_HS_DONE;
+		WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
 		set_bit(VISOCK_F_SETTLED, &vsk->flags);
 		return 0;
 	}

@@ -81,7 +81,8 @@ static void visock_ib_remove(struct ib_device *ibdev, void *data)
 	/* Returns once no link holds a resource of @ibdev any more. */
 	visock_link_device_removed(vdev);
 
-	pr_info("visock: RDMA device %s removed\n", dev_name(&ibdev->dev));
+	pr_info("visock: stopped using RDMA device %s\n",
+		dev_name(&ibdev->dev));
 	mutex_destroy(&vdev->lock);
 	kfree(vdev);
 }

@@ -10,7 +10,13 @@
  * (struct visock_rbuf) that the link points to, and the peer's ring is
  * described by a struct visock_peer_rbuf, so that several connections can
  * later share one link with a ring pair each.  For now every connection
- * has a link of its own.
+ * has a link of its own.  For the data path the link also owns the send
+ * buffer (the source of our RDMA WRITEs, as large as the peer's ring,
+ * registered like the ring but for local access only) and one page of
+ * cursor message slots (receive slots the peer SENDs into, send slots
+ * our SENDs read from), used with the PD's local_dma_lkey.  Both are
+ * DMA-mapped verbs resources like the ring: a kill unmaps them, their
+ * memory stays until visock_link_destroy().
  *
  * Lifetime
  * --------
@@ -77,16 +83,20 @@
 
 #include "visock_link.h"
 
-/* Work request slots per queue, plus one each for ib_drain_qp(). */
-#define VISOCK_LINK_SQ_DEPTH	64
-#define VISOCK_LINK_RQ_DEPTH	64
+/* Queue depths (visock_link.h) plus one slot each for ib_drain_qp(). */
 #define VISOCK_LINK_SEND_SGE	2
 #define VISOCK_LINK_RECV_SGE	1
 
 /* RC transport parameters (IBTA encodings). */
 #define VISOCK_LINK_MIN_RNR	12	/* 0.64 ms */
-#define VISOCK_LINK_TIMEOUT	14	/* 4.096 us * 2^14 = 67 ms */
-#define VISOCK_LINK_RETRY	7
+/*
+ * 4.096 us * 2^17 = 537 ms per try: Soft-RoCE has no congestion control
+ * and drops under load on a slow host; 67 ms made 64 busy connections
+ * exceed their retries.  With VISOCK_LINK_RETRY a dead peer shows in ~4 s.
+ */
+#define VISOCK_LINK_TIMEOUT	17
+/* Not 7: Soft-RoCE treats 7 as infinite, and a dead peer must show. */
+#define VISOCK_LINK_RETRY	6
 #define VISOCK_LINK_RNR_RETRY	7	/* infinite */
 #define VISOCK_LINK_HOP_LIMIT	64	/* if the route does not tell */
 
@@ -119,9 +129,13 @@ enum visock_link_state {
  * @mr: memory region covering the ring, NULL once released
  * @iova: address the peer writes to (the MR's iova)
  * @rkey: remote key of @mr
+ * @dir: DMA direction: DMA_FROM_DEVICE for the receive ring,
+ *	DMA_TO_DEVICE for the send buffer (the source of our RDMA WRITEs)
  *
  * Memory (@kaddr, @chunks) lives until visock_link_destroy(); the DMA
  * mapping and @mr are verbs resources, released by a device kill too.
+ * The send buffer is the same kind of object, registered for local
+ * access only, so that a WRITE of any range of it needs one SGE.
  */
 struct visock_rbuf {
 	void *kaddr;
@@ -134,6 +148,7 @@ struct visock_rbuf {
 	struct ib_mr *mr;
 	u64 iova;
 	u32 rkey;
+	enum dma_data_direction dir;
 };
 
 /**
@@ -173,6 +188,14 @@ struct visock_peer_rbuf {
  * @qpn: number of @qp, kept after @qp is gone
  * @psn: our initial packet sequence number
  * @rbuf: our receive ring
+ * @sbuf: our send buffer, as large as the peer's ring; created by
+ *	visock_link_connect()
+ * @ctrl_page: one page of cursor message slots: VISOCK_LINK_RQ_DEPTH
+ *	receive slots, then VISOCK_LINK_SQ_DEPTH send slots, each
+ *	VISOCK_LINK_CTRL_SLOT bytes; memory lives until visock_link_destroy()
+ * @ctrl_dma: DMA address of @ctrl_page, valid while @ctrl_mapped
+ * @ctrl_mapped: @ctrl_page is DMA-mapped (a verbs resource: unmapped by a
+ *	device kill too)
  * @peer: the peer's receive ring, valid once connected
  * @post_lock: protects @can_post and @posted; innermost lock, BH-safe
  * @can_post: the data path may post to @qp
@@ -210,6 +233,10 @@ struct visock_link {
 	u32 psn;
 
 	struct visock_rbuf *rbuf;
+	struct visock_rbuf *sbuf;
+	struct page *ctrl_page;
+	u64 ctrl_dma;
+	bool ctrl_mapped;
 	struct visock_peer_rbuf peer;
 
 	/* Protects can_post, posted; innermost, inside lock. BH-safe. */
@@ -308,11 +335,14 @@ nomem:
 }
 
 /*
- * Allocate a ring of @size bytes, map it for DMA and prepare its MR.  The
+ * Allocate a ring of @size bytes, map it for DMA in direction @dir and
+ * prepare its MR.  *@slot owns the ring as soon as it exists.  The
  * registration itself is a work request, posted by visock_link_connect().
  * Context: process context, under the link's lock.
  */
-static int visock_rbuf_create(struct visock_link *l, u32 size)
+static int visock_rbuf_create(struct visock_link *l, u32 size,
+			      enum dma_data_direction dir,
+			      struct visock_rbuf **slot)
 {
 	struct ib_device *dev = l->ibdev;
 	struct visock_rbuf *rb;
@@ -328,8 +358,9 @@ static int visock_rbuf_create(struct visock_link *l, u32 size)
 	rb = kzalloc(sizeof(*rb), GFP_KERNEL);
 	if (!rb)
 		return -ENOMEM;
-	l->rbuf = rb;	/* released by visock_link_destroy() from now on */
+	*slot = rb;	/* released by visock_link_destroy() from now on */
 	rb->size = size;
+	rb->dir = dir;
 	rb->order = order;
 	chunk = PAGE_SIZE << order;
 	rb->nchunks = DIV_ROUND_UP(size, chunk);
@@ -347,7 +378,7 @@ static int visock_rbuf_create(struct visock_link *l, u32 size)
 		left -= sg->length;
 	}
 
-	n = ib_dma_map_sg(dev, rb->sgt.sgl, rb->nchunks, DMA_FROM_DEVICE);
+	n = ib_dma_map_sg(dev, rb->sgt.sgl, rb->nchunks, dir);
 	if (n <= 0)
 		return -ENOMEM;
 	rb->dma_nents = n;
@@ -378,8 +409,7 @@ static void visock_rbuf_release_dma(struct visock_link *l,
 		rb->mr = NULL;
 	}
 	if (rb->dma_nents) {
-		ib_dma_unmap_sg(l->ibdev, rb->sgt.sgl, rb->nchunks,
-				DMA_FROM_DEVICE);
+		ib_dma_unmap_sg(l->ibdev, rb->sgt.sgl, rb->nchunks, rb->dir);
 		rb->dma_nents = 0;
 	}
 }
@@ -539,6 +569,28 @@ static int visock_link_create_qp(struct visock_link *l)
 			    IB_QP_PORT | IB_QP_ACCESS_FLAGS);
 }
 
+/*
+ * The page of cursor message slots, mapped for both directions: the
+ * device writes received messages into the first half and reads the
+ * messages we send from the second half.
+ * Context: process context, under the link's lock.
+ */
+static int visock_link_ctrl_create(struct visock_link *l)
+{
+	BUILD_BUG_ON((VISOCK_LINK_RQ_DEPTH + VISOCK_LINK_SQ_DEPTH) *
+		     VISOCK_LINK_CTRL_SLOT > PAGE_SIZE);
+
+	l->ctrl_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!l->ctrl_page)
+		return -ENOMEM;
+	l->ctrl_dma = ib_dma_map_page(l->ibdev, l->ctrl_page, 0, PAGE_SIZE,
+				      DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(l->ibdev, l->ctrl_dma))
+		return -ENOMEM;
+	l->ctrl_mapped = true;
+	return 0;
+}
+
 /* Context: process context, under the link's lock. */
 static int visock_link_setup(struct visock_link *l, struct net *net,
 			     const struct sockaddr *local, u32 size)
@@ -583,7 +635,11 @@ static int visock_link_setup(struct visock_link *l, struct net *net,
 		return err;
 	l->psn = get_random_u32() & 0xffffff;
 
-	err = visock_rbuf_create(l, size);
+	err = visock_rbuf_create(l, size, DMA_FROM_DEVICE, &l->rbuf);
+	if (err)
+		return err;
+
+	err = visock_link_ctrl_create(l);
 	if (err)
 		return err;
 
@@ -614,6 +670,13 @@ static void visock_link_release_verbs(struct visock_link *l)
 	}
 	if (l->rbuf)
 		visock_rbuf_release_dma(l, l->rbuf);
+	if (l->sbuf)
+		visock_rbuf_release_dma(l, l->sbuf);
+	if (l->ctrl_mapped) {
+		ib_dma_unmap_page(l->ibdev, l->ctrl_dma, PAGE_SIZE,
+				  DMA_BIDIRECTIONAL);
+		l->ctrl_mapped = false;
+	}
 	if (l->cq) {
 		ib_free_cq(l->cq);
 		l->cq = NULL;
@@ -857,12 +920,25 @@ static int visock_link_post_locked(struct visock_link *l,
 	return err;
 }
 
-/* Post the registration of our receive ring.  Under the link's lock. */
+/*
+ * Post the registrations of the send buffer (unsignaled) and of our
+ * receive ring (signaled).  The send queue executes them in order, so the
+ * second one completing successfully means both are done; if the first
+ * fails, it completes in error and the second is flushed.  Both use
+ * @reg_cqe.  Under the link's lock.
+ */
 static int visock_link_post_reg(struct visock_link *l)
 {
-	struct visock_rbuf *rb = l->rbuf;
-	struct ib_reg_wr reg = {};
+	struct visock_rbuf *rb = l->rbuf, *sb = l->sbuf;
+	struct ib_reg_wr reg = {}, sreg = {};
 	int err;
+
+	sreg.wr.opcode = IB_WR_REG_MR;
+	sreg.wr.wr_cqe = &l->reg_cqe;
+	sreg.wr.next = &reg.wr;
+	sreg.mr = sb->mr;
+	sreg.key = sb->mr->lkey;
+	sreg.access = IB_ACCESS_LOCAL_WRITE;
 
 	reg.wr.opcode = IB_WR_REG_MR;
 	reg.wr.wr_cqe = &l->reg_cqe;
@@ -872,7 +948,7 @@ static int visock_link_post_reg(struct visock_link *l)
 	reg.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
 
 	spin_lock_bh(&l->post_lock);
-	err = visock_link_post_locked(l, &reg.wr);
+	err = visock_link_post_locked(l, &sreg.wr);
 	spin_unlock_bh(&l->post_lock);
 	return err;
 }
@@ -883,8 +959,9 @@ static int visock_link_post_reg(struct visock_link *l)
  * @peer: the peer's REQ or REP, validated by the codec
  *
  * Moves the QP to RTR and RTS towards the peer's GID, QPN and PSN, with
- * the smaller of both MTUs, registers our receive ring (waiting up to 5 s
- * for the registration to complete) and remembers the peer's ring for the
+ * the smaller of both MTUs, creates the send buffer (as large as the
+ * peer's ring), registers it and our receive ring (waiting up to 5 s for
+ * the registrations to complete) and remembers the peer's ring for the
  * data path.  Can be called once per link; after a failure the owner can
  * only destroy the link.
  *
@@ -925,6 +1002,11 @@ int visock_link_connect(struct visock_link *l,
 	l->peer.addr = peer->rbuf_addr;
 	l->peer.rkey = peer->rbuf_rkey;
 	l->peer.size = peer->rbuf_size;
+
+	/* Mirrors the peer's ring: byte p of the stream sits at p % size. */
+	err = visock_rbuf_create(l, l->peer.size, DMA_TO_DEVICE, &l->sbuf);
+	if (err)
+		goto out;
 
 	err = visock_link_post_reg(l);
 	if (err)
@@ -983,6 +1065,12 @@ void visock_link_destroy(struct visock_link *l)
 	visock_link_release_verbs(l);
 	visock_rbuf_free(l->rbuf);
 	l->rbuf = NULL;
+	visock_rbuf_free(l->sbuf);
+	l->sbuf = NULL;
+	if (l->ctrl_page) {
+		__free_page(l->ctrl_page);
+		l->ctrl_page = NULL;
+	}
 	mutex_unlock(&l->lock);
 
 	kref_put(&l->ref, visock_link_free);
@@ -1196,4 +1284,223 @@ u32 visock_link_peer_rbuf_rkey(const struct visock_link *l)
 u32 visock_link_peer_rbuf_size(const struct visock_link *l)
 {
 	return l->peer.size;
+}
+
+/**
+ * visock_link_sbuf() - kernel address of our send buffer
+ * @l: a connected link
+ *
+ * The send buffer mirrors the peer's ring: visock_link_post_write() copies
+ * the bytes at offset o of it to offset o of the peer's ring.  The memory
+ * stays valid until visock_link_destroy(), also after a kill.
+ *
+ * Context: any context.
+ * Return: start of the buffer, visock_link_peer_rbuf_size() bytes long.
+ */
+void *visock_link_sbuf(const struct visock_link *l)
+{
+	return l->sbuf->kaddr;
+}
+
+/**
+ * visock_link_ctrl_slot() - a cursor message slot
+ * @l: the link
+ * @tx: a send slot (else a receive slot)
+ * @idx: slot number, below VISOCK_LINK_SQ_DEPTH (send) or
+ *	VISOCK_LINK_RQ_DEPTH (receive)
+ *
+ * A receive slot holds what the message received into it by the receive
+ * work request posted with visock_link_post_recv(@idx) contains; read it
+ * only from that request's completion handler.  A send slot is what
+ * visock_link_post_ctrl(@idx) sends; write it only while no send of that
+ * slot is outstanding.  Memory stays valid until visock_link_destroy().
+ *
+ * Context: any context.
+ * Return: the slot, VISOCK_LINK_CTRL_SLOT bytes.
+ */
+void *visock_link_ctrl_slot(const struct visock_link *l, bool tx,
+			    unsigned int idx)
+{
+	unsigned int n = tx ? VISOCK_LINK_RQ_DEPTH + idx : idx;
+
+	return page_address(l->ctrl_page) + n * VISOCK_LINK_CTRL_SLOT;
+}
+
+static u64 visock_link_ctrl_addr(const struct visock_link *l, bool tx,
+				 unsigned int idx)
+{
+	unsigned int n = tx ? VISOCK_LINK_RQ_DEPTH + idx : idx;
+
+	return l->ctrl_dma + n * VISOCK_LINK_CTRL_SLOT;
+}
+
+/**
+ * visock_link_ctrl_sync_rx() - make a received cursor message readable
+ * @l: the link
+ * @idx: receive slot
+ *
+ * Called from the completion handler of the slot's receive request, which
+ * runs before the QP is drained and so before the mapping can go away.
+ *
+ * Context: any context.
+ */
+void visock_link_ctrl_sync_rx(struct visock_link *l, unsigned int idx)
+{
+	if (l->ctrl_mapped)
+		ib_dma_sync_single_for_cpu(l->ibdev,
+					   visock_link_ctrl_addr(l, false, idx),
+					   VISOCK_LINK_CTRL_SLOT,
+					   DMA_BIDIRECTIONAL);
+}
+
+/**
+ * visock_link_post_recv() - post the receive request of a slot
+ * @l: a link with its verbs objects
+ * @idx: receive slot, below VISOCK_LINK_RQ_DEPTH
+ * @cqe: completion handler; it must call visock_link_count_wc() and stay
+ *	valid until it ran (the QP is drained before it is destroyed)
+ *
+ * The request receives a cursor message into slot @idx, or is consumed by
+ * an RDMA WRITE with immediate data (then the slot is left alone).
+ *
+ * Context: process or softirq context.
+ * Return: 0, -ENOTCONN if the link is not connected, -ENODEV if it is
+ * dead, or the error of ib_post_recv().
+ */
+int visock_link_post_recv(struct visock_link *l, unsigned int idx,
+			  struct ib_cqe *cqe)
+{
+	const struct ib_recv_wr *bad;
+	struct ib_recv_wr wr = {};
+	struct ib_sge sge;
+	int err;
+
+	if (WARN_ON_ONCE(idx >= VISOCK_LINK_RQ_DEPTH))
+		return -EINVAL;
+	wr.wr_cqe = cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+
+	spin_lock_bh(&l->post_lock);
+	if (l->can_post) {
+		sge.addr = visock_link_ctrl_addr(l, false, idx);
+		sge.length = VISOCK_LINK_CTRL_SLOT;
+		sge.lkey = l->pd->local_dma_lkey;
+		ib_dma_sync_single_for_device(l->ibdev, sge.addr, sge.length,
+					      DMA_BIDIRECTIONAL);
+		err = ib_post_recv(l->qp, &wr, &bad);
+		if (!err)
+			l->posted = true;
+	} else {
+		err = READ_ONCE(l->dead) ? -ENODEV : -ENOTCONN;
+	}
+	spin_unlock_bh(&l->post_lock);
+	return err;
+}
+
+/**
+ * visock_link_post_ctrl() - send a cursor message from a send slot
+ * @l: a connected link
+ * @idx: send slot, below VISOCK_LINK_SQ_DEPTH, already filled in
+ * @len: message length, at most VISOCK_LINK_CTRL_SLOT
+ * @cqe: completion handler, see visock_link_post_send()
+ *
+ * Posts one signaled SEND.  It consumes one receive request of the peer.
+ *
+ * Context: process or softirq context.
+ * Return: as visock_link_post_send().
+ */
+int visock_link_post_ctrl(struct visock_link *l, unsigned int idx, u32 len,
+			  struct ib_cqe *cqe)
+{
+	struct ib_send_wr wr = {};
+	struct ib_sge sge;
+	int err;
+
+	if (WARN_ON_ONCE(idx >= VISOCK_LINK_SQ_DEPTH ||
+			 len > VISOCK_LINK_CTRL_SLOT))
+		return -EINVAL;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	wr.wr_cqe = cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+
+	spin_lock_bh(&l->post_lock);
+	if (l->can_post) {
+		sge.addr = visock_link_ctrl_addr(l, true, idx);
+		sge.length = len;
+		sge.lkey = l->pd->local_dma_lkey;
+		ib_dma_sync_single_for_device(l->ibdev, sge.addr, len,
+					      DMA_BIDIRECTIONAL);
+		err = visock_link_post_locked(l, &wr);
+	} else {
+		err = READ_ONCE(l->dead) ? -ENODEV : -ENOTCONN;
+	}
+	spin_unlock_bh(&l->post_lock);
+	return err;
+}
+
+/**
+ * visock_link_post_write() - RDMA WRITE a range of the send buffer
+ * @l: a connected link
+ * @off: offset of the range in the send buffer and in the peer's ring
+ * @len: length, 1 .. visock_link_peer_rbuf_size()
+ * @imm: immediate data for the peer's receive completion
+ * @cqe: completion handler, see visock_link_post_send()
+ *
+ * Writes the bytes at @off (wrapping at the end of the buffer) to the
+ * same offsets of the peer's ring.  Without a wrap this is one RDMA WRITE
+ * WITH IMMEDIATE; with a wrap a plain WRITE of the tail followed by a
+ * WRITE WITH IMMEDIATE of the rest, posted as one chain.  Every request is
+ * signaled.  Exactly one receive request of the peer is consumed.
+ *
+ * Context: process or softirq context.
+ * Return: the number of work requests posted (1 or 2), -EINVAL for a bad
+ * range, or an error as visock_link_post_send() (then nothing may be
+ * assumed about the first request of a chain).
+ */
+int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
+			   __be32 imm, struct ib_cqe *cqe)
+{
+	struct ib_rdma_wr wr[2] = {};
+	struct ib_sge sge[2];
+	u32 size = l->peer.size, part;
+	int i, n, err;
+
+	if (!len || len > size || off >= size)
+		return -EINVAL;
+	part = min(len, size - off);
+	n = part < len ? 2 : 1;
+	for (i = 0; i < n; i++) {
+		u32 o = i ? 0 : off;
+		u32 ln = i ? len - part : part;
+
+		sge[i].length = ln;
+		wr[i].wr.wr_cqe = cqe;
+		wr[i].wr.sg_list = &sge[i];
+		wr[i].wr.num_sge = 1;
+		wr[i].wr.opcode = IB_WR_RDMA_WRITE;
+		wr[i].wr.send_flags = IB_SEND_SIGNALED;
+		wr[i].remote_addr = l->peer.addr + o;
+		wr[i].rkey = l->peer.rkey;
+		/* The MR's iova is where offset 0 of the buffer is. */
+		sge[i].addr = o;
+	}
+	wr[0].wr.next = n > 1 ? &wr[1].wr : NULL;
+	wr[n - 1].wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+	wr[n - 1].wr.ex.imm_data = imm;
+
+	spin_lock_bh(&l->post_lock);
+	if (l->can_post) {
+		for (i = 0; i < n; i++) {
+			sge[i].addr += l->sbuf->iova;
+			sge[i].lkey = l->sbuf->mr->lkey;
+		}
+		err = visock_link_post_locked(l, &wr[0].wr);
+	} else {
+		err = READ_ONCE(l->dead) ? -ENODEV : -ENOTCONN;
+	}
+	spin_unlock_bh(&l->post_lock);
+	return err ? err : n;
 }

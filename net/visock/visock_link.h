@@ -22,6 +22,15 @@ struct net;
 struct net_device;
 struct visock_link;
 
+/*
+ * Work requests the data path may have outstanding per queue (the QP has
+ * one more slot in each for ib_drain_qp()), and the size of one cursor
+ * message slot.
+ */
+#define VISOCK_LINK_SQ_DEPTH	64
+#define VISOCK_LINK_RQ_DEPTH	64
+#define VISOCK_LINK_CTRL_SLOT	32
+
 /**
  * struct visock_ibdev - an RDMA device visock may use
  * @list: entry in the device list of visock_ib.c, under its
@@ -79,6 +88,17 @@ u32 visock_link_rbuf_size(const struct visock_link *l);
 u64 visock_link_peer_rbuf_addr(const struct visock_link *l);
 u32 visock_link_peer_rbuf_rkey(const struct visock_link *l);
 u32 visock_link_peer_rbuf_size(const struct visock_link *l);
+
+void *visock_link_sbuf(const struct visock_link *l);
+void *visock_link_ctrl_slot(const struct visock_link *l, bool tx,
+			    unsigned int idx);
+void visock_link_ctrl_sync_rx(struct visock_link *l, unsigned int idx);
+int visock_link_post_recv(struct visock_link *l, unsigned int idx,
+			  struct ib_cqe *cqe);
+int visock_link_post_ctrl(struct visock_link *l, unsigned int idx, u32 len,
+			  struct ib_cqe *cqe);
+int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
+			   __be32 imm, struct ib_cqe *cqe);
 
 /* visock_link.c, for visock_ib.c */
 void visock_link_device_removed(struct visock_ibdev *vdev);

@@ -25,15 +25,25 @@ static int __net_init visock_net_init(struct net *net)
 	err = visock_sysctl_net_init(net);
 	if (err)
 		return err;
+	err = visock_proc_net_init(net);
+	if (err)
+		goto err_sysctl;
 	err = visock_nf_net_init(net);
 	if (err)
-		visock_sysctl_net_exit(net);
+		goto err_proc;
+	return 0;
+
+err_proc:
+	visock_proc_net_exit(net);
+err_sysctl:
+	visock_sysctl_net_exit(net);
 	return err;
 }
 
 static void __net_exit visock_net_exit(struct net *net)
 {
 	visock_nf_net_exit(net);
+	visock_proc_net_exit(net);
 	visock_sysctl_net_exit(net);
 }
 
@@ -75,6 +85,7 @@ static int __init visock_init(void)
 		goto err_proto;
 	}
 
+	visock_debugfs_init();
 	pr_info("visock: loaded, address family %d\n", AF_VISOCK);
 	return 0;
 
@@ -91,6 +102,7 @@ err_wq:
 
 static void __exit visock_exit(void)
 {
+	visock_debugfs_exit();
 	sock_unregister(AF_VISOCK);
 	proto_unregister(&visock_proto);
 	unregister_pernet_subsys(&visock_net_ops);
@@ -105,4 +117,5 @@ module_exit(visock_exit);
 
 MODULE_DESCRIPTION("visock: TCP-compatible stream sockets over RDMA");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(VISOCK_VERSION);
 MODULE_ALIAS_NETPROTO(PF_VISOCK);

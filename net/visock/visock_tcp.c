@@ -96,6 +96,7 @@ static void visock_tcp_error_report(struct sock *tsk)
 		vsk->saved_error_report(tsk);
 		err = READ_ONCE(tsk->sk_err);
 		if (err) {
+			WRITE_ONCE(vsk->err_mirror, err);
 			WRITE_ONCE(vsk->sk.sk_err, err);
 			vsk->sk.sk_error_report(&vsk->sk);
 		}
@@ -226,8 +227,24 @@ void visock_tcp_release(struct visock_sock *vsk)
  */
 void visock_tcp_consume_err(struct visock_sock *vsk, long ret)
 {
-	if (ret < 0 && ret > -MAX_ERRNO)
-		cmpxchg(&vsk->sk.sk_err, (int)-ret, 0);
+	if (ret < 0 && ret > -MAX_ERRNO &&
+	    cmpxchg(&vsk->sk.sk_err, (int)-ret, 0) == (int)-ret)
+		WRITE_ONCE(vsk->err_mirror, 0);
+}
+
+/*
+ * The application read the copied error with getsockopt(SO_ERROR), which
+ * only clears the visock socket's copy: consume TCP's original too, so
+ * that the next call does not report the same error again.
+ */
+static void visock_tcp_sync_err(struct visock_sock *vsk)
+{
+	int err = READ_ONCE(vsk->err_mirror);
+
+	if (err && !READ_ONCE(vsk->sk.sk_err)) {
+		cmpxchg(&vsk->tcp->sk->sk_err, err, 0);
+		WRITE_ONCE(vsk->err_mirror, 0);
+	}
 }
 
 /**
@@ -249,6 +266,8 @@ void visock_tcp_sync_opts(struct visock_sock *vsk)
 	struct sock *tsk = vsk->tcp->sk;
 	u8 locks = sk->sk_userlocks;
 	bool keep;
+
+	visock_tcp_sync_err(vsk);
 
 #define VISOCK_SYNC(field) do {						\
 		if (READ_ONCE(tsk->field) != READ_ONCE(sk->field))	\

@@ -12,6 +12,7 @@
 #ifndef _NET_VISOCK_WIRE_H
 #define _NET_VISOCK_WIRE_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 
 /* ------------------------------------------------------------------ */
@@ -96,7 +97,7 @@ enum visock_tlv_type {
 #define VISOCK_HSF(t)		(1U << (t))
 
 /* Feature bits (TLV FEATURES). */
-#define VISOCK_FEAT_WRITE_IMM	(1ULL << 0)	/* RDMA WRITE with immediate */
+#define VISOCK_FEAT_WRITE_IMM	BIT_ULL(0)	/* RDMA WRITE with immediate */
 
 /* Receive ring sizes: powers of two between these bounds. */
 #define VISOCK_RBUF_MIN		(16U * 1024)
@@ -177,5 +178,71 @@ u32 visock_ring_used(u32 ring, const struct visock_cursor *prod,
 		     const struct visock_cursor *cons);
 bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
 			    bool peer_blocked);
+
+/* ------------------------------------------------------------------ */
+/* Data path: cursor messages (CDC) and immediate data                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A cursor message is an RDMA SEND of exactly VISOCK_CDC_LEN bytes:
+ *
+ *    0  u8     type       VISOCK_CDC_TYPE
+ *    1  u8     version    VISOCK_CDC_VERSION
+ *    2  u8     flags      VISOCK_CDC_F_*
+ *    3  u8     reserved   0
+ *    4  __be32 token      the receiver's connection token
+ *    8  __be32 seq        sequence number, +1 per message, from 1
+ *   12  __be16 prod wrap  sender's producer cursor: bytes written to the
+ *   14  __be16 cons wrap  receiver's ring; consumer cursor: bytes the
+ *   16  __be32 prod count sender consumed of its own ring
+ *   20  __be32 cons count
+ *   24  __be16 credits    receive requests the sender reposted since its
+ *                         last message (the receiver may post as many
+ *                         more SENDs / WRITEs with immediate)
+ *   26  6 bytes reserved  0
+ *
+ * Data moves with RDMA WRITE WITH IMMEDIATE; the 32-bit immediate is
+ * (credits << VISOCK_IMM_LEN_BITS) | bytes: the number of bytes this
+ * transfer appended to the receiver's ring (1 .. 2^24 - 1) and credits
+ * returned as in a cursor message.
+ */
+#define VISOCK_CDC_LEN		32
+#define VISOCK_CDC_TYPE		0xc5
+#define VISOCK_CDC_VERSION	1
+
+#define VISOCK_CDC_F_WRITE_BLOCKED	0x01	/* sender waits for space */
+#define VISOCK_CDC_F_DONE_WRITING	0x02	/* no data after prod */
+#define VISOCK_CDC_F_CLOSED		0x04	/* sender closed the socket */
+#define VISOCK_CDC_F_ABORT		0x08	/* connection reset */
+#define VISOCK_CDC_F_ALL		0x0f
+
+#define VISOCK_IMM_LEN_BITS	24
+#define VISOCK_IMM_LEN_MAX	((1U << VISOCK_IMM_LEN_BITS) - 1)
+#define VISOCK_IMM_CREDITS_MAX	0xffU
+
+/**
+ * struct visock_cdc - decoded cursor message
+ * @token: connection token of the receiver
+ * @seq: sequence number
+ * @prod: producer cursor of the sender (its writes into our ring)
+ * @cons: consumer cursor of the sender (its reads from its own ring)
+ * @credits: receive requests returned
+ * @flags: VISOCK_CDC_F_* bits
+ */
+struct visock_cdc {
+	u32 token;
+	u32 seq;
+	struct visock_cursor prod;
+	struct visock_cursor cons;
+	u16 credits;
+	u8 flags;
+};
+
+int visock_cdc_encode(const struct visock_cdc *m, u8 *buf,
+		      unsigned int buflen);
+int visock_cdc_decode(const u8 *buf, unsigned int len, struct visock_cdc *m);
+bool visock_cdc_seq_after(u32 seq, u32 last);
+int visock_imm_encode(u32 bytes, u32 credits, u32 *imm);
+void visock_imm_decode(u32 imm, u32 *bytes, u32 *credits);
 
 #endif /* _NET_VISOCK_WIRE_H */

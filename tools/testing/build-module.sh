@@ -41,6 +41,10 @@ build_one() {
 }
 
 cd "$ROOT"
+mkdir -p build
+# Several builders (people, CI stages) share build/: one at a time.
+exec 9>build/.build-module.lock
+flock 9
 want=${1:-all}
 case "$want" in
 all)	kvers="$("$VM" kver 6.1) $("$VM" kver 6.12)" ;;

@@ -62,13 +62,17 @@ banner() { echo; echo "=== make check: $* ($(($(date +%s) - start)) s)"; }
 
 banner "dependencies"
 "$T/vm/vm.sh" prepare --kernel all || result 1 "test bed preparation"
-for pkg in sparse dkms; do
-	if ! dpkg -s "$pkg" >/dev/null 2>&1; then
-		echo "check: installing Debian package $pkg"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y \
-			--no-install-recommends "$pkg" >/dev/null
-	fi
+# sparse and dkms for the build stages, flex/bison/bc for the UML KUnit
+# kernel, iptables for the middlebox tests (the guests use host binaries).
+missing=()
+for pkg in gcc make sparse dkms flex bison bc python3 iptables; do
+	dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "check: installing Debian packages: ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y \
+		--no-install-recommends "${missing[@]}" >/dev/null
+fi
 "$T/linux-source.sh" >/dev/null || result 1 "linux-source-6.12"
 
 banner "build (W=1, sparse)"

@@ -69,6 +69,20 @@
  * @vi_rbuf_size: size of the local receive ring, bytes
  * @vi_peer_rbuf_size: size of the peer's receive ring, bytes
  * @vi_flags: VISOCK_INFO_F_* bits
+ *
+ * Data path counters (RDMA mode; appended in the data path version):
+ * @vi_rdma_bytes_sent: payload bytes written to the peer with RDMA WRITE
+ * @vi_rdma_bytes_rcvd: payload bytes the peer wrote into our ring
+ * @vi_rdma_wr_posted: send work requests posted (WRITEs, cursor messages)
+ * @vi_rdma_wc: work completions handled (send and receive)
+ * @vi_cdc_sent: cursor messages sent
+ * @vi_cdc_rcvd: cursor messages received
+ * @vi_tx_waits: times a sender found the peer's ring full
+ * @vi_tcp_bytes_sent: payload bytes sent on the internal TCP connection
+ *	(the handshake only, once in RDMA mode)
+ * @vi_tcp_bytes_rcvd: payload bytes received on it
+ * @vi_rdma_credits: receive requests of the peer we may still consume
+ * @vi_rdma_state: 0 live, 1 failed, 2 stopped (while in RDMA mode)
  */
 struct visock_info {
 	__u32 vi_mode;
@@ -81,6 +95,17 @@ struct visock_info {
 	__u32 vi_rbuf_size;
 	__u32 vi_peer_rbuf_size;
 	__u32 vi_flags;
+	__u64 vi_rdma_bytes_sent;
+	__u64 vi_rdma_bytes_rcvd;
+	__u64 vi_rdma_wr_posted;
+	__u64 vi_rdma_wc;
+	__u64 vi_cdc_sent;
+	__u64 vi_cdc_rcvd;
+	__u64 vi_tx_waits;
+	__u64 vi_tcp_bytes_sent;
+	__u64 vi_tcp_bytes_rcvd;
+	__u32 vi_rdma_credits;
+	__u32 vi_rdma_state;
 };
 
 #define VISOCK_INFO_F_SYN_OPT	0x1	/* our SYN / SYN-ACK announced visock */
@@ -125,6 +150,7 @@ enum visock_fallback_reason {
 	VISOCK_FB_IO = 14,		/* TCP error during the handshake */
 	__VISOCK_FB_MAX,
 };
+
 #define VISOCK_FB_MAX	(__VISOCK_FB_MAX - 1)
 
 #endif /* _UAPI_LINUX_VISOCK_H */

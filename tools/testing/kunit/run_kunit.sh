@@ -4,7 +4,7 @@
 # Run the visock KUnit suites in a UML kernel.
 #
 # The suites and the pure protocol code they test (net/visock/tests/,
-# net/visock/visock_{tcpopt,hs_codec,ring}.c, visock_wire.h and the uapi
+# net/visock/visock_{tcpopt,hs_codec,ring,cdc_codec}.c, visock_wire.h and the uapi
 # header) are copied into net/visock_kunit/ of a Linux 6.12 source tree kept
 # in the cache directory, which is hooked into net/Kconfig and net/Makefile,
 # and then run with the kernel's kunit.py.  The build directory is kept in
@@ -34,7 +34,7 @@ json=$build_dir/visock-kunit.json
 jobs=${KUNIT_JOBS:-$(nproc)}
 
 # Sources without kernel subsystem dependencies that the suites test.
-pure_srcs="visock_tcpopt.c visock_hs_codec.c visock_ring.c"
+pure_srcs="visock_tcpopt.c visock_hs_codec.c visock_ring.c visock_cdc_codec.c"
 
 log() { echo "run_kunit: $*"; }
 

@@ -39,7 +39,8 @@ backports_series=" 6.12 "
 
 # Userspace the guests use (they run the host's binaries).
 base_pkgs=(qemu-system-x86 busybox-static kmod xz-utils zstd cpio iproute2
-	procps iputils-ping socat rdma-core ibverbs-utils ibverbs-providers perftest iperf3 sockperf)
+	procps iputils-ping socat rdma-core ibverbs-utils ibverbs-providers perftest iperf3 sockperf
+	iptables)
 
 # What the host looks for in guest kernel logs.
 splat_patterns=("Oops" "WARNING:" "BUG:" "Call Trace:" "Kernel panic" "KASAN"

@@ -85,6 +85,12 @@ static struct {
 
 static struct vt_shared *shared;
 static struct vt_ctx *cur;
+static void (*half_cleanup)(const struct vt_ctx *c);
+
+void vt_set_cleanup(void (*fn)(const struct vt_ctx *c))
+{
+	half_cleanup = fn;
+}
 
 /* ---- helpers usable from tests ---- */
 
@@ -409,6 +415,8 @@ static void run_half(const struct vt_test *t, enum vt_role role, int ctl,
 	kill(-pid, SIGKILL);
 	if (waitpid(pid, &status, 0) < 0)
 		status = 0;
+	if (half_cleanup)
+		half_cleanup(&ctx);
 	if (killed)
 		return;
 	if (WIFEXITED(status)) {

@@ -59,6 +59,14 @@ struct vt_ctx {
 int vt_main(int argc, char **argv, const char *prog,
 	    const struct vt_test *tests, size_t ntests);
 
+/*
+ * @fn runs in the runner process after every test half on this host,
+ * however the half ended (also when the watchdog killed it), before the
+ * result is exchanged with the peer: the place to undo host settings a
+ * test changed.  It must not call vt_fail() or the other test helpers.
+ */
+void vt_set_cleanup(void (*fn)(const struct vt_ctx *c));
+
 /* Test result helpers; only valid inside a test half. */
 __printf(1, 2) __noreturn void vt_fail(const char *fmt, ...);
 __printf(1, 2) __noreturn void vt_skip(const char *fmt, ...);

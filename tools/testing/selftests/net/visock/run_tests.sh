@@ -10,9 +10,12 @@
 #
 # Order: load the module, single-host checks (visock_basic), cross-host
 # checks (visock_test) and stream tests (visock_stream) between the two
-# hosts, the stream tests again over loopback, module unload/reload, and
-# finally the kernel log.  Output is KTAP; the exit status is 0 only if
-# no test failed.
+# hosts, the stream tests again over loopback (all with net.visock.enable=0),
+# then the handshake pass with net.visock.enable=1: handshake, fallback
+# and hostile-peer tests (visock_hs) and the stream tests again, between
+# the hosts and over loopback; module unload/reload, and finally the
+# kernel log.  Output is KTAP; the exit status is 0 only if no test
+# failed.
 
 DIR=$(cd "$(dirname "$0")" && pwd)
 ARGS=("$@")
@@ -22,6 +25,9 @@ shopt -s lastpipe
 MOD=visock
 SYSCTL_DIR=/proc/sys/net/visock
 ENABLE=$SYSCTL_DIR/enable
+HS_TIMEOUT=$SYSCTL_DIR/handshake_timeout_ms
+RAW_HOOK=/sys/kernel/debug/visock/raw_handshake
+IPT_TAG=visock-selftest
 KLOG_PATTERN='Oops|WARNING:|BUG:|Call Trace:|Kernel panic|KASAN|UBSAN'
 
 ROLE=
@@ -51,7 +57,9 @@ usage: $0 [options]
   --skip PATTERN    do not run tests whose name matches (repeatable)
 Environment: VISOCK_KO (module file: insmod it instead of modprobe visock),
 VISOCK_HOST, VISOCK_PEER_IP, VISOCK_PEER_IP6, VISOCK_RESULTS (directory to
-store the output and the kernel log in).
+store the output and the kernel log in), VISOCK_TEST_RXE_NETDEV (net device
+of a Soft-RoCE device that the no-RDMA-device tests may delete and add
+back; set automatically in the VM test bed).
 EOF
 }
 
@@ -161,6 +169,9 @@ list_prog basic visock_basic
 list_prog xhost visock_test
 list_prog stream_xh visock_stream
 list_prog stream_lo visock_stream
+list_prog hs visock_hs
+list_prog stream_hs visock_stream
+list_prog stream_hslo visock_stream
 add_test module.unload_busy
 add_test module.unload
 add_test module.fresh_load
@@ -301,26 +312,89 @@ enable_value() {
 
 ORIG_LOADED=0
 ORIG_ENABLE=
+ORIG_TIMEOUT=
 mod_loaded && ORIG_LOADED=1
-[ "$ORIG_LOADED" = 1 ] && ORIG_ENABLE=$(enable_value)
+if [ "$ORIG_LOADED" = 1 ]; then
+	ORIG_ENABLE=$(enable_value)
+	ORIG_TIMEOUT=$(cat "$HS_TIMEOUT" 2>/dev/null)
+fi
 
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion) NEED_MODULE=1 ;;
+	module.*|basic.*|xhost.srcversion|hs.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
 done
+
+# What the handshake tests may have left behind if they were killed:
+# the debugfs hook, iptables rules, a deleted Soft-RoCE device.
+hs_sweep() {
+	local rule dev
+
+	[ -w "$RAW_HOOK" ] && echo 0 > "$RAW_HOOK" 2>/dev/null
+	if command -v iptables >/dev/null 2>&1; then
+		iptables -w 5 -t mangle -S PREROUTING 2>/dev/null |
+			grep -- "--comment $IPT_TAG" | while read -r rule; do
+			# shellcheck disable=SC2086
+			iptables -w 5 -t mangle ${rule/#-A/-D} 2>/dev/null
+		done
+	fi
+	if [ -n "${VISOCK_TEST_RXE_NETDEV:-}" ] && [ -n "$RXE_NAME" ]; then
+		dev=$(rxe_on "$VISOCK_TEST_RXE_NETDEV")
+		if [ -z "$dev" ]; then
+			diag "adding RDMA device $RXE_NAME on $VISOCK_TEST_RXE_NETDEV back"
+			rdma link add "$RXE_NAME" type rxe \
+				netdev "$VISOCK_TEST_RXE_NETDEV" 2>/dev/null
+		fi
+	fi
+}
+
+# The Soft-RoCE device whose parent net device is $1.
+rxe_on() {
+	local d
+
+	for d in /sys/class/infiniband/*; do
+		[ "$(cat "$d/parent" 2>/dev/null)" = "$1" ] || continue
+		echo "${d##*/}"
+		return 0
+	done
+	return 1
+}
+
+# Number of ACTIVE RDMA ports on this host.
+active_rdma_ports() {
+	local n=0 st
+
+	for st in /sys/class/infiniband/*/ports/*/state; do
+		[ -r "$st" ] && grep -q ACTIVE "$st" && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# In the VM bed, the Soft-RoCE device may be deleted and added back by
+# the no-RDMA-device tests; on other hosts only if the user says so.
+RXE_NAME=
+if [ -z "${VISOCK_TEST_RXE_NETDEV:-}" ] && [ -n "${VISOCK_JOB_ID:-}" ] &&
+   RXE_NAME=$(rxe_on eth0); then
+	export VISOCK_TEST_RXE_NETDEV=eth0
+elif [ -n "${VISOCK_TEST_RXE_NETDEV:-}" ]; then
+	RXE_NAME=$(rxe_on "$VISOCK_TEST_RXE_NETDEV")
+fi
 
 RESTORED=0
 restore_state() {
 	[ "$RESTORED" = 1 ] && return 0
 	RESTORED=1
 	[ "$IS_ROOT" = 1 ] || return 0
+	hs_sweep
 	if [ "$ORIG_LOADED" = 1 ]; then
 		mod_loaded || mod_load >/dev/null 2>&1
 		if [ -n "$ORIG_ENABLE" ] && [ -w "$ENABLE" ]; then
 			echo "$ORIG_ENABLE" > "$ENABLE" 2>/dev/null
+		fi
+		if [ -n "$ORIG_TIMEOUT" ] && [ -w "$HS_TIMEOUT" ]; then
+			echo "$ORIG_TIMEOUT" > "$HS_TIMEOUT" 2>/dev/null
 		fi
 	elif mod_loaded && [ "$NEED_MODULE" = 1 ]; then
 		mod_unload >/dev/null 2>&1
@@ -366,7 +440,7 @@ fi
 run_prog() {
 	local group=$1 prog=$2 line name res reason n
 	local re='^(not )?ok [0-9]+ ([^ ]+)( # SKIP ?(.*))?$'
-	local picks=()
+	local picks=("${EXTRA_PICKS[@]}")
 
 	shift 2
 	group_selected "$group" || return 0
@@ -388,6 +462,8 @@ run_prog() {
 				res=pass
 			fi
 			reason=${BASH_REMATCH[4]}
+			RES[$name]=$res
+			RES_REASON[$name]=$reason
 			if [ -n "${SEL[$name]:-}" ]; then
 				result "$name" "$res" "$reason"
 			else
@@ -409,6 +485,8 @@ run_prog() {
 }
 
 NO_CLIENT=0
+EXTRA_PICKS=()
+declare -A RES=() RES_REASON=()
 
 run_prog basic visock_basic --role single
 
@@ -435,6 +513,105 @@ single)
 esac
 
 run_prog stream_lo visock_stream --role single --family "$FAMILY"
+
+# ---- handshake pass: net.visock.enable=1 ----
+
+# The stream tests run again with net.visock.enable=1 on both hosts, so
+# that every connection does the handshake (and uses RDMA where the
+# module does).  Between the hosts only when hs.rdma_ready passed (both
+# hosts have visock and an ACTIVE RDMA port: both runners see the same
+# result); over loopback when this host has an ACTIVE RDMA port.
+hs_pass() {
+	local wait_s=120 why g
+
+	if [ "$FAMILY" != visock ]; then
+		for g in hs stream_hs stream_hslo; do
+			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
+		done
+		return
+	fi
+	if ! group_selected hs && ! group_selected stream_hs &&
+	   ! group_selected stream_hslo; then
+		return
+	fi
+	if [ -w "$ENABLE" ]; then
+		diag "net.visock.enable: $(enable_value) -> 1 for the handshake pass"
+		echo 1 > "$ENABLE"
+	fi
+	[ -n "${VISOCK_TEST_RXE_NETDEV:-}" ] &&
+		diag "Soft-RoCE device ${RXE_NAME:-?} on $VISOCK_TEST_RXE_NETDEV may be deleted and added back"
+
+	# hs.rdma_ready decides about stream_hs: run it even if not picked.
+	EXTRA_PICKS=()
+	group_selected stream_hs && EXTRA_PICKS=(--pick rdma_ready)
+	[ "$NO_CLIENT" = 1 ] && wait_s=30
+	case "$ROLE" in
+	client)
+		if group_selected hs || group_selected stream_hs; then
+			run_prog_always hs visock_hs --role client --peer "$PEER" \
+				${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT"
+		fi ;;
+	server)
+		if group_selected hs || group_selected stream_hs; then
+			run_prog_always hs visock_hs --role server \
+				--ctl-port "$CTL_PORT" --wait "$wait_s"
+		fi ;;
+	single)
+		finish_group hs skip "role single: no peer host" ;;
+	esac
+	EXTRA_PICKS=()
+
+	case "$ROLE" in
+	single)
+		finish_group stream_hs skip "role single: no peer host" ;;
+	*)
+		why=
+		if [ "${RES[hs.rdma_ready]:-}" != pass ]; then
+			why=${RES_REASON[hs.rdma_ready]:-}
+			why="hs.rdma_ready: ${why:-${RES[hs.rdma_ready]:-not run}}"
+		fi
+		if [ -n "$why" ]; then
+			finish_group stream_hs skip "$why"
+		elif [ "$ROLE" = client ]; then
+			run_prog stream_hs visock_stream --role client \
+				--peer "$PEER" ${PEER6:+--peer6 "$PEER6"} \
+				--ctl-port "$CTL_PORT" --family visock
+		else
+			run_prog stream_hs visock_stream --role server \
+				--ctl-port "$CTL_PORT" --wait "$wait_s"
+		fi ;;
+	esac
+
+	if group_selected stream_hslo; then
+		if [ "$(active_rdma_ports)" = 0 ]; then
+			finish_group stream_hslo skip "no ACTIVE RDMA port on this host"
+		else
+			run_prog stream_hslo visock_stream --role single \
+				--family visock
+		fi
+	fi
+
+	if [ -w "$ENABLE" ]; then
+		echo 0 > "$ENABLE"
+		diag "net.visock.enable: back to 0"
+	fi
+	hs_sweep
+}
+
+# run_prog even when only EXTRA_PICKS select something of the group.
+run_prog_always() {
+	local group=$1
+
+	if ! group_selected "$group"; then
+		TESTS+=("$group.__gate")
+		run_prog "$@"
+		unset 'TESTS[${#TESTS[@]}-1]'
+		return
+	fi
+	run_prog "$@"
+}
+
+hs_pass
 
 # ---- module unload / reload ----
 

@@ -255,23 +255,22 @@ void su_wait_bytes(int fd, int bytes)
 	vt_fail("waiting for %d bytes to arrive: only %d", bytes, avail);
 }
 
-int su_getint(int fd, int level, int name)
+int su_getint_at(int fd, int level, int name, const char *what)
 {
 	socklen_t len = sizeof(int);
 	int val = 0;
 
 	if (getsockopt(fd, level, name, &val, &len))
-		vt_fail("getsockopt(%d, %d): %s (%s)", level, name,
-			vt_errname(errno), strerror(errno));
-	vt_assert(len == sizeof(int), "getsockopt(%d, %d): optlen %u",
-		  level, name, len);
+		vt_fail("getsockopt(%s): %s (%s)", what, vt_errname(errno),
+			strerror(errno));
+	vt_assert(len == sizeof(int), "getsockopt(%s): optlen %u", what, len);
 	return val;
 }
 
-void su_setint(int fd, int level, int name, int val)
+void su_setint_at(int fd, int level, int name, const char *what, int val)
 {
 	if (setsockopt(fd, level, name, &val, sizeof(val)))
-		vt_fail("setsockopt(%d, %d, %d): %s (%s)", level, name, val,
+		vt_fail("setsockopt(%s, %d): %s (%s)", what, val,
 			vt_errname(errno), strerror(errno));
 }
 

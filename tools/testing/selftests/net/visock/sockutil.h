@@ -55,8 +55,12 @@ short su_wait(int fd, short events, const char *what);
 /* Wait until FIONREAD reports at least @bytes. */
 void su_wait_bytes(int fd, int bytes);
 
-int su_getint(int fd, int level, int name);
-void su_setint(int fd, int level, int name, int val);
+/* int socket options; messages name the option (@name stringified). */
+#define su_getint(fd, level, name) su_getint_at(fd, level, name, #name)
+#define su_setint(fd, level, name, val)				\
+	su_setint_at(fd, level, name, #name, val)
+int su_getint_at(int fd, int level, int name, const char *what);
+void su_setint_at(int fd, int level, int name, const char *what, int val);
 void su_nonblock(int fd, bool on);
 const char *su_addr_str(const struct sockaddr *sa, char *buf, size_t size);
 const char *su_revents_str(short revents, char *buf, size_t size);

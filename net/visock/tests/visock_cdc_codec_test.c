@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests of the visock cursor message and immediate data codec
+ * (visock_cdc_codec.c).
+ */
+
+#include <kunit/test.h>
+#include <linux/module.h>
+#include <linux/string.h>
+
+#include "../visock_wire.h"
+
+static const struct visock_cdc sample = {
+	.token = 0x12345679,
+	.seq = 0xfffffffe,
+	.prod = { .wrap = 0xfffe, .count = 0x0000fff0 },
+	.cons = { .wrap = 0x0102, .count = 0x00030405 },
+	.credits = 63,
+	.flags = VISOCK_CDC_F_WRITE_BLOCKED | VISOCK_CDC_F_DONE_WRITING,
+};
+
+/* The exact bytes of @sample: the wire format is fixed. */
+static const u8 sample_wire[VISOCK_CDC_LEN] = {
+	0xc5, 0x01, 0x03, 0x00,
+	0x12, 0x34, 0x56, 0x79,
+	0xff, 0xff, 0xff, 0xfe,
+	0xff, 0xfe, 0x01, 0x02,
+	0x00, 0x00, 0xff, 0xf0,
+	0x00, 0x03, 0x04, 0x05,
+	0x00, 0x3f, 0, 0, 0, 0, 0, 0,
+};
+
+static void cdc_encode_layout_test(struct kunit *test)
+{
+	u8 buf[VISOCK_CDC_LEN + 4];
+
+	memset(buf, 0xaa, sizeof(buf));
+	KUNIT_ASSERT_EQ(test, visock_cdc_encode(&sample, buf, sizeof(buf)),
+			VISOCK_CDC_LEN);
+	KUNIT_EXPECT_MEMEQ(test, buf, sample_wire, VISOCK_CDC_LEN);
+	/* Nothing written beyond the message. */
+	KUNIT_EXPECT_EQ(test, buf[VISOCK_CDC_LEN], 0xaa);
+}
+
+static void cdc_roundtrip_test(struct kunit *test)
+{
+	struct visock_cdc m = { };
+	u8 buf[VISOCK_CDC_LEN];
+	u8 f;
+
+	for (f = 0; f <= VISOCK_CDC_F_ALL; f++) {
+		struct visock_cdc in = sample;
+
+		in.flags = f;
+		KUNIT_ASSERT_EQ(test, visock_cdc_encode(&in, buf, sizeof(buf)),
+				VISOCK_CDC_LEN);
+		KUNIT_ASSERT_EQ(test, visock_cdc_decode(buf, sizeof(buf), &m), 0);
+		KUNIT_EXPECT_EQ(test, m.token, in.token);
+		KUNIT_EXPECT_EQ(test, m.seq, in.seq);
+		KUNIT_EXPECT_EQ(test, m.prod.wrap, in.prod.wrap);
+		KUNIT_EXPECT_EQ(test, m.prod.count, in.prod.count);
+		KUNIT_EXPECT_EQ(test, m.cons.wrap, in.cons.wrap);
+		KUNIT_EXPECT_EQ(test, m.cons.count, in.cons.count);
+		KUNIT_EXPECT_EQ(test, m.credits, in.credits);
+		KUNIT_EXPECT_EQ(test, m.flags, f);
+	}
+}
+
+static void cdc_encode_reject_test(struct kunit *test)
+{
+	struct visock_cdc m = sample;
+	u8 buf[VISOCK_CDC_LEN];
+
+	KUNIT_EXPECT_EQ(test, visock_cdc_encode(&m, buf, VISOCK_CDC_LEN - 1),
+			-EINVAL);
+	m.flags = 0x10;
+	KUNIT_EXPECT_EQ(test, visock_cdc_encode(&m, buf, sizeof(buf)), -EINVAL);
+	m = sample;
+	m.token = 0;
+	KUNIT_EXPECT_EQ(test, visock_cdc_encode(&m, buf, sizeof(buf)), -EINVAL);
+}
+
+static void cdc_decode_reject_test(struct kunit *test)
+{
+	struct visock_cdc m;
+	u8 buf[VISOCK_CDC_LEN + 1];
+	unsigned int i;
+
+	memcpy(buf, sample_wire, VISOCK_CDC_LEN);
+	KUNIT_EXPECT_EQ(test, visock_cdc_decode(buf, VISOCK_CDC_LEN, &m), 0);
+	/* Wrong lengths. */
+	KUNIT_EXPECT_EQ(test, visock_cdc_decode(buf, 0, &m), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, visock_cdc_decode(buf, VISOCK_CDC_LEN - 1, &m),
+			-EBADMSG);
+	buf[VISOCK_CDC_LEN] = 0;
+	KUNIT_EXPECT_EQ(test, visock_cdc_decode(buf, VISOCK_CDC_LEN + 1, &m),
+			-EBADMSG);
+
+	/* Every byte of the header and of the reserved tail matters. */
+	for (i = 0; i < VISOCK_CDC_LEN; i++) {
+		bool must_fail = i <= 1 || i == 3 || i >= 26;
+
+		if (!must_fail)
+			continue;
+		memcpy(buf, sample_wire, VISOCK_CDC_LEN);
+		buf[i] ^= 0x40;
+		KUNIT_EXPECT_EQ_MSG(test,
+				    visock_cdc_decode(buf, VISOCK_CDC_LEN, &m),
+				    -EBADMSG, "byte %u", i);
+	}
+	/* Unknown flag. */
+	memcpy(buf, sample_wire, VISOCK_CDC_LEN);
+	buf[2] |= 0x80;
+	KUNIT_EXPECT_EQ(test, visock_cdc_decode(buf, VISOCK_CDC_LEN, &m),
+			-EBADMSG);
+	/* Zero token. */
+	memcpy(buf, sample_wire, VISOCK_CDC_LEN);
+	memset(buf + 4, 0, 4);
+	KUNIT_EXPECT_EQ(test, visock_cdc_decode(buf, VISOCK_CDC_LEN, &m),
+			-EBADMSG);
+}
+
+static void cdc_seq_test(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, visock_cdc_seq_after(1, 0));
+	KUNIT_EXPECT_FALSE(test, visock_cdc_seq_after(0, 0));
+	KUNIT_EXPECT_FALSE(test, visock_cdc_seq_after(5, 6));
+	KUNIT_EXPECT_TRUE(test, visock_cdc_seq_after(0, 0xffffffff));
+	KUNIT_EXPECT_TRUE(test, visock_cdc_seq_after(0x7fffffff, 0));
+	KUNIT_EXPECT_FALSE(test, visock_cdc_seq_after(0x80000000, 0));
+}
+
+static void imm_test(struct kunit *test)
+{
+	u32 imm, bytes, credits;
+
+	KUNIT_ASSERT_EQ(test, visock_imm_encode(65536, 5, &imm), 0);
+	KUNIT_EXPECT_EQ(test, imm, 0x05010000U);
+	visock_imm_decode(imm, &bytes, &credits);
+	KUNIT_EXPECT_EQ(test, bytes, 65536U);
+	KUNIT_EXPECT_EQ(test, credits, 5U);
+
+	KUNIT_ASSERT_EQ(test, visock_imm_encode(VISOCK_IMM_LEN_MAX,
+						VISOCK_IMM_CREDITS_MAX, &imm),
+			0);
+	KUNIT_EXPECT_EQ(test, imm, 0xffffffffU);
+	/* The largest ring fits. */
+	KUNIT_EXPECT_EQ(test, visock_imm_encode(VISOCK_RBUF_MAX, 0, &imm), 0);
+
+	KUNIT_EXPECT_EQ(test, visock_imm_encode(0, 1, &imm), -EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_imm_encode(VISOCK_IMM_LEN_MAX + 1, 0,
+						&imm), -EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_imm_encode(1, 256, &imm), -EINVAL);
+
+	visock_imm_decode(0x01000000, &bytes, &credits);
+	KUNIT_EXPECT_EQ(test, bytes, 0U);	/* malformed: caller rejects */
+	KUNIT_EXPECT_EQ(test, credits, 1U);
+}
+
+static struct kunit_case visock_cdc_codec_test_cases[] = {
+	KUNIT_CASE(cdc_encode_layout_test),
+	KUNIT_CASE(cdc_roundtrip_test),
+	KUNIT_CASE(cdc_encode_reject_test),
+	KUNIT_CASE(cdc_decode_reject_test),
+	KUNIT_CASE(cdc_seq_test),
+	KUNIT_CASE(imm_test),
+	{}
+};
+
+static struct kunit_suite visock_cdc_codec_test_suite = {
+	.name = "visock_cdc_codec",
+	.test_cases = visock_cdc_codec_test_cases,
+};
+
+kunit_test_suite(visock_cdc_codec_test_suite);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("KUnit tests of the visock cursor message codec");

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock: /proc/net/visock, the per-namespace counters as text.
+ *
+ * One "name value" pair per line, stable names, so that scripts can grep
+ * them.  The same counters will also be reachable over netlink.
+ */
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <net/net_namespace.h>
+
+#include "visock.h"
+
+static const char * const visock_fb_names[__VISOCK_FB_MAX] = {
+	[VISOCK_FB_NONE]		= "none",
+	[VISOCK_FB_DISABLED]		= "disabled",
+	[VISOCK_FB_PEER_NO_VISOCK]	= "peer_no_visock",
+	[VISOCK_FB_NO_DEVICE]		= "no_device",
+	[VISOCK_FB_PEER_NO_DEVICE]	= "peer_no_device",
+	[VISOCK_FB_VERSION]		= "version",
+	[VISOCK_FB_BAD_MSG]		= "bad_msg",
+	[VISOCK_FB_TIMEOUT]		= "timeout",
+	[VISOCK_FB_NOMEM]		= "nomem",
+	[VISOCK_FB_PEER_DECLINE]	= "peer_decline",
+	[VISOCK_FB_QP_SETUP]		= "qp_setup",
+	[VISOCK_FB_BUF_EXHAUSTED]	= "buf_exhausted",
+	[VISOCK_FB_DEVICE_GONE]		= "device_gone",
+	[VISOCK_FB_SYNCOOKIE]		= "syncookie",
+	[VISOCK_FB_IO]			= "io",
+};
+
+/**
+ * visock_fb_name() - short stable name of a fallback reason
+ * @reason: enum visock_fallback_reason
+ *
+ * Context: any.
+ * Return: the name, or "unknown".
+ */
+const char *visock_fb_name(unsigned int reason)
+{
+	if (reason < __VISOCK_FB_MAX && visock_fb_names[reason])
+		return visock_fb_names[reason];
+	return "unknown";
+}
+
+static int visock_proc_show(struct seq_file *seq, void *v)
+{
+	struct net *net = seq_file_single_net(seq);
+	struct visock_net *vn = visock_net(net);
+	unsigned int i;
+
+	seq_printf(seq, "enable %d\n", READ_ONCE(vn->enable));
+	seq_printf(seq, "rdma_devices %u\n", visock_ib_device_count());
+	seq_printf(seq, "handshakes_started %lld\n",
+		   atomic64_read(&vn->hs_started));
+	seq_printf(seq, "handshakes_done %lld\n", atomic64_read(&vn->hs_done));
+	seq_printf(seq, "handshakes_aborted %lld\n",
+		   atomic64_read(&vn->hs_aborted));
+	seq_printf(seq, "connections_rdma %lld\n",
+		   atomic64_read(&vn->conns_rdma));
+	for (i = 1; i < __VISOCK_FB_MAX; i++)
+		seq_printf(seq, "fallback_%s %lld\n", visock_fb_name(i),
+			   atomic64_read(&vn->fallbacks[i]));
+	return 0;
+}
+
+/**
+ * visock_proc_net_init() - create /proc/net/visock in a namespace
+ * @net: the namespace
+ *
+ * Context: pernet init.
+ * Return: 0 or -ENOMEM.
+ */
+int visock_proc_net_init(struct net *net)
+{
+	if (!proc_create_net_single("visock", 0444, net->proc_net,
+				    visock_proc_show, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+/**
+ * visock_proc_net_exit() - remove /proc/net/visock of a namespace
+ * @net: the namespace
+ *
+ * Context: pernet exit.
+ */
+void visock_proc_net_exit(struct net *net)
+{
+	remove_proc_entry("visock", net->proc_net);
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * visock: the RDMA data path of a connection (visock_cdc.c, visock_tx.c,
+ * visock_rx.c).  Lifetime and locking rules are at the top of
+ * visock_tx.c and visock_rx.c.
+ */
+#ifndef _NET_VISOCK_RDMA_H
+#define _NET_VISOCK_RDMA_H
+
+#include <linux/poll.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+
+#include "visock.h"
+#include "visock_link.h"
+
+/* Credits data transfers leave for cursor messages (deadlock freedom). */
+#define VISOCK_DP_CREDIT_RESERVE	2
+/*
+ * How long a TCP FIN or reset may precede the peer's closed flag: the
+ * flag's completion can still be queued behind the FIN's softirq.
+ */
+#define VISOCK_DP_FIN_GRACE		HZ
+/* Return credits in a cursor message of their own from this many. */
+#define VISOCK_DP_CREDIT_RETURN		(VISOCK_LINK_RQ_DEPTH / 2)
+
+enum visock_dp_state {
+	VISOCK_DP_LIVE,		/* receive requests posted, data may flow */
+	VISOCK_DP_DEAD,		/* failed (@err set): no more posting */
+	VISOCK_DP_STOPPED,	/* being torn down: completions are ignored */
+};
+
+/**
+ * struct visock_rx_slot - one receive request of the connection
+ * @cqe: completion handler (visock_rx_done())
+ * @dp: the connection
+ * @idx: slot number, also the link's receive slot
+ */
+struct visock_rx_slot {
+	struct ib_cqe cqe;
+	struct visock_dp *dp;
+	unsigned int idx;
+};
+
+/**
+ * struct visock_dp - RDMA data path state of one connection
+ * @lock: protects everything below that is not marked constant or
+ *	atomic.  BH-safe spinlock: completion handlers take it in softirq.
+ *	Taken inside lock_sock() of the visock socket and inside a link's
+ *	mutex (dead_cb); the link's post_lock nests inside it.  Never held
+ *	while sleeping or while calling a socket callback.
+ * @vsk: the socket (constant)
+ * @link: the link (constant; the socket's reference)
+ * @state: enum visock_dp_state
+ * @err: positive errno that ended the connection, 0 while it is fine
+ * @tx_size: size of the peer's ring and of our send buffer (constant)
+ * @rx_size: size of our ring (constant)
+ * @sbuf: our send buffer (constant)
+ * @rbuf: our receive ring (constant)
+ * @local_token: token the peer puts in its cursor messages (constant)
+ * @peer_token: token we put in ours (constant)
+ * @tx_written: end of the bytes the application wrote into @sbuf
+ * @tx_sent: end of the bytes posted to the peer (<= @tx_written)
+ * @tx_acked: end of the bytes whose RDMA WRITE completed, i.e. that are
+ *	in the peer's ring (<= @tx_sent; SIOCOUTQ counts from here, as
+ *	TCP counts from the last acknowledged byte)
+ * @tx_peer_cons: end of the bytes the peer consumed (<= @tx_sent)
+ * @wr_len: FIFO of the byte counts of outstanding RDMA WRITEs, in posting
+ *	order (the send queue completes in that order)
+ * @wr_head: next @wr_len entry to complete
+ * @wr_tail: next @wr_len entry to fill
+ * @rx_prod: end of the bytes the peer wrote into @rbuf
+ * @rx_cons: end of the bytes the application consumed
+ * @rx_cons_sent: @rx_cons as last sent to the peer
+ * @credits: receive requests of the peer we may still consume
+ * @owed: receive requests we reposted but not yet returned as credits
+ * @sq_free: send queue slots not used by an outstanding request
+ * @tx_seq: sequence number of our last cursor message
+ * @rx_seq: sequence number of the peer's last accepted one
+ * @tx_slot: next send slot for a cursor message (mod SQ depth)
+ * @ctrl_pending: a cursor message should be sent
+ * @tx_blocked: the writer found the peer's ring full and said so
+ * @peer_blocked: the peer said it waits for space in our ring
+ * @tx_shut: shutdown(SHUT_WR) or close: announce done_writing
+ * @done_sent: done_writing was sent
+ * @closing: close(): announce closed
+ * @closed_sent: closed was sent
+ * @abort: announce abort (reset) in the next cursor message
+ * @peer_done: the peer will write nothing after @rx_prod
+ * @peer_closed: the peer closed its socket
+ * @bytes_sent: payload bytes posted in RDMA WRITEs
+ * @bytes_rcvd: payload bytes the peer wrote into @rbuf
+ * @wr_posted: send work requests posted (WRITEs and cursor messages)
+ * @wc: completions handled (send and receive)
+ * @cdc_sent: cursor messages sent
+ * @cdc_rcvd: cursor messages received and accepted
+ * @tx_waits: times the writer found the peer's ring full
+ * @close_wq: woken on completions and errors; visock_tx_close() waits
+ *	here (the socket's own wait queue is gone once it is orphaned)
+ * @close_work: finishes a graceful close in the background
+ * @close_deadline: jiffies at which @close_work gives up and resets
+ * @fin_work: runs VISOCK_DP_FIN_GRACE after the internal TCP connection
+ *	closed; resets the connection if the peer's closed flag has not
+ *	arrived by then (cancelled by visock_rdma_destroy_link())
+ * @slots: the receive requests (constant)
+ * @tx_cqe: completion handler of RDMA WRITEs (visock_tx_done())
+ * @ctrl_cqe: completion handler of cursor messages (visock_tx_ctrl_done())
+ */
+struct visock_dp {
+	/* Protects the fields below; BH-safe; inside lock_sock() */
+	spinlock_t lock;
+	struct visock_sock *vsk;
+	struct visock_link *link;
+	u8 state;
+	int err;
+
+	u32 tx_size;
+	u32 rx_size;
+	u8 *sbuf;
+	const u8 *rbuf;
+	u32 local_token;
+	u32 peer_token;
+
+	struct visock_cursor tx_written;
+	struct visock_cursor tx_sent;
+	struct visock_cursor tx_acked;
+	struct visock_cursor tx_peer_cons;
+	u32 wr_len[VISOCK_LINK_SQ_DEPTH];
+	u32 wr_head;
+	u32 wr_tail;
+	struct visock_cursor rx_prod;
+	struct visock_cursor rx_cons;
+	struct visock_cursor rx_cons_sent;
+
+	u32 credits;
+	u32 owed;
+	u32 sq_free;
+	u32 tx_seq;
+	u32 rx_seq;
+	u32 tx_slot;
+
+	bool ctrl_pending;
+	bool tx_blocked;
+	bool peer_blocked;
+	bool tx_shut;
+	bool done_sent;
+	bool closing;
+	bool closed_sent;
+	bool abort;
+	bool peer_done;
+	bool peer_closed;
+
+	u64 bytes_sent;
+	u64 bytes_rcvd;
+	u64 wr_posted;
+	u64 wc;
+	u64 cdc_sent;
+	u64 cdc_rcvd;
+	u64 tx_waits;
+
+	wait_queue_head_t close_wq;
+	struct work_struct close_work;
+	unsigned long close_deadline;
+	struct delayed_work fin_work;
+
+	struct visock_rx_slot *slots;
+	struct ib_cqe tx_cqe;
+	struct ib_cqe ctrl_cqe;
+};
+
+/* Wake-ups collected under @lock and delivered after it is dropped. */
+#define VISOCK_WAKE_READ	0x1
+#define VISOCK_WAKE_WRITE	0x2
+#define VISOCK_WAKE_ERR		0x4
+#define VISOCK_WAKE_CLOSE	0x8
+/* sk_state_change: wakes pollers of any event (EPOLLRDHUP, EPOLLHUP) */
+#define VISOCK_WAKE_STATE	0x10
+
+/* visock_cdc.c */
+int visock_rdma_prepare(struct visock_sock *vsk);
+void visock_rdma_destroy_link(struct visock_sock *vsk);
+void visock_rdma_tcp_closed(struct visock_sock *vsk);
+void visock_rdma_fin_work(struct work_struct *work);
+void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
+			   const char *why, int detail, unsigned int *wake);
+void visock_dp_wake(struct visock_dp *dp, unsigned int wake);
+void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake);
+void visock_cdc_recv_locked(struct visock_dp *dp, unsigned int idx,
+			    u32 len, unsigned int *wake);
+__poll_t visock_rdma_poll(struct visock_sock *vsk);
+int visock_rdma_ioctl(struct visock_sock *vsk, unsigned int cmd,
+		      unsigned long arg);
+void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info);
+
+/* visock_tx.c */
+void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake);
+void visock_tx_done(struct ib_cq *cq, struct ib_wc *wc);
+void visock_tx_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
+int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
+		      size_t len);
+int visock_tx_shutdown(struct visock_sock *vsk, int how);
+bool visock_tx_close(struct visock_sock *vsk);
+void visock_tx_close_work(struct work_struct *work);
+u32 visock_tx_space_locked(const struct visock_dp *dp);
+
+/* visock_rx.c */
+void visock_rx_done(struct ib_cq *cq, struct ib_wc *wc);
+int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
+		      size_t len, int flags);
+u32 visock_rx_avail_locked(const struct visock_dp *dp);
+void visock_rx_check_update_locked(struct visock_dp *dp);
+
+#endif /* _NET_VISOCK_RDMA_H */
