@@ -748,6 +748,8 @@ static int visock_sendmsg(struct socket *sock, struct msghdr *msg,
 	visock_tcp_sync_opts(vsk);
 	ret = vsk->tcp->ops->sendmsg(vsk->tcp, msg, len);
 	visock_tcp_consume_err(vsk, ret);
+	if (ret > 0)
+		VISOCK_STAT_ADD(sock->sk, tcp_bytes_sent, ret);
 	return ret;
 }
 
@@ -771,6 +773,8 @@ static int visock_recvmsg(struct socket *sock, struct msghdr *msg,
 	visock_tcp_sync_opts(vsk);
 	ret = vsk->tcp->ops->recvmsg(vsk->tcp, msg, len, flags);
 	visock_tcp_consume_err(vsk, ret);
+	if (ret > 0 && !(flags & MSG_PEEK))
+		VISOCK_STAT_ADD(sock->sk, tcp_bytes_rcvd, ret);
 	return ret;
 }
 

@@ -11,6 +11,7 @@
 #include <linux/list.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
+#include <linux/percpu.h>
 #include <net/sock.h>
 #include <net/netns/generic.h>
 #include <linux/visock.h>
@@ -25,6 +26,32 @@
 #define VISOCK_HS_TIMEOUT_MS_DEFAULT	3000
 
 /**
+ * struct visock_stats - per-CPU counters of a namespace
+ * @rdma_bytes_sent: payload bytes written to peers with RDMA WRITE
+ * @rdma_bytes_rcvd: payload bytes peers wrote into our rings
+ * @rdma_wr_posted: send work requests posted (data and cursor messages)
+ * @rdma_wc: work completions handled
+ * @cdc_sent: cursor messages sent
+ * @cdc_rcvd: cursor messages received
+ * @tx_waits: times a sender found the peer's ring full
+ * @tcp_bytes_sent: payload bytes sent by connections in TCP mode
+ * @tcp_bytes_rcvd: payload bytes received by connections in TCP mode
+ *
+ * Updated with this_cpu_add() from any context; summed when read.
+ */
+struct visock_stats {
+	u64 rdma_bytes_sent;
+	u64 rdma_bytes_rcvd;
+	u64 rdma_wr_posted;
+	u64 rdma_wc;
+	u64 cdc_sent;
+	u64 cdc_rcvd;
+	u64 tx_waits;
+	u64 tcp_bytes_sent;
+	u64 tcp_bytes_rcvd;
+};
+
+/**
  * struct visock_net - per network namespace state
  * @enable: net.visock.enable; read locklessly with READ_ONCE()
  * @hs_timeout_ms: net.visock.handshake_timeout_ms
@@ -34,6 +61,7 @@
  * @hs_started: in-band handshakes started (client and server side)
  * @hs_done: handshakes that set up an RDMA link
  * @hs_aborted: handshakes that ended the connection (timeout, framing)
+ * @stats: data counters, per CPU
  */
 struct visock_net {
 	int enable;
@@ -44,7 +72,12 @@ struct visock_net {
 	atomic64_t hs_started;
 	atomic64_t hs_done;
 	atomic64_t hs_aborted;
+	struct visock_stats __percpu *stats;
 };
+
+/* Count @n in field @f of the namespace counters of socket @sk. */
+#define VISOCK_STAT_ADD(sk, f, n) \
+	this_cpu_add(visock_net(sock_net(sk))->stats->f, (n))
 
 /**
  * struct visock_sock - an AF_VISOCK socket

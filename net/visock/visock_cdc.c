@@ -332,6 +332,8 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 		dp->closed_sent = true;
 	dp->cdc_sent++;
 	dp->wr_posted++;
+	VISOCK_STAT_ADD(&dp->vsk->sk, cdc_sent, 1);
+	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wr_posted, 1);
 }
 
 /**
@@ -374,6 +376,7 @@ void visock_cdc_recv_locked(struct visock_dp *dp, unsigned int idx,
 
 	dp->rx_seq = m.seq;
 	dp->cdc_rcvd++;
+	VISOCK_STAT_ADD(&dp->vsk->sk, cdc_rcvd, 1);
 	dp->credits += m.credits;
 	if (adv > 0) {
 		dp->tx_peer_cons = m.cons;

@@ -232,6 +232,18 @@ static int visock_hs_decline(struct visock_sock *vsk, u8 reason)
 }
 
 /*
+ * We owe the peer a message and give up on RDMA: send DECLINE and stay on
+ * TCP, or end the connection if even that cannot be sent.
+ */
+static void visock_hs_decline_fallback(struct visock_sock *vsk, u8 reason)
+{
+	if (visock_hs_decline(vsk, reason))
+		visock_hs_abort(vsk, EPROTO);
+	else
+		visock_hs_fallback(vsk, reason);
+}
+
+/*
  * Read one handshake message without blocking.
  * Return: 1 and @m filled: a whole message was consumed and decoded;
  *	0: not complete yet, nothing consumed;
@@ -356,13 +368,8 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 
 	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REQ);
 	if (err) {
-		u8 reason = visock_hs_link_reason(err);
-
 		/* The server waits for our first message: tell it. */
-		if (visock_hs_decline(vsk, reason))
-			visock_hs_abort(vsk, EPROTO);
-		else
-			visock_hs_fallback(vsk, reason);
+		visock_hs_decline_fallback(vsk, visock_hs_link_reason(err));
 		return;
 	}
 	err = visock_hs_send(vsk, &m);
@@ -387,10 +394,7 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 	}
 	if (rep->type != VISOCK_HS_REP) {
 		/* The server waits for CONFIRM or DECLINE: decline. */
-		if (visock_hs_decline(vsk, VISOCK_FB_BAD_MSG))
-			visock_hs_abort(vsk, EPROTO);
-		else
-			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
+		visock_hs_decline_fallback(vsk, VISOCK_FB_BAD_MSG);
 		return;
 	}
 	visock_hs_note_peer(vsk, rep);
@@ -399,12 +403,7 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 	if (!err)
 		err = visock_rdma_prepare(vsk);
 	if (err) {
-		u8 reason = visock_hs_link_reason(err);
-
-		if (visock_hs_decline(vsk, reason))
-			visock_hs_abort(vsk, EPROTO);
-		else
-			visock_hs_fallback(vsk, reason);
+		visock_hs_decline_fallback(vsk, visock_hs_link_reason(err));
 		return;
 	}
 	memset(&m, 0, sizeof(m));
@@ -431,10 +430,7 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 		return;
 	}
 	if (req->type != VISOCK_HS_REQ) {
-		if (visock_hs_decline(vsk, VISOCK_FB_BAD_MSG))
-			visock_hs_abort(vsk, EPROTO);
-		else
-			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
+		visock_hs_decline_fallback(vsk, VISOCK_FB_BAD_MSG);
 		return;
 	}
 	visock_hs_note_peer(vsk, req);
@@ -445,12 +441,7 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 	if (!err)
 		err = visock_rdma_prepare(vsk);
 	if (err) {
-		u8 reason = visock_hs_link_reason(err);
-
-		if (visock_hs_decline(vsk, reason))
-			visock_hs_abort(vsk, EPROTO);
-		else
-			visock_hs_fallback(vsk, reason);
+		visock_hs_decline_fallback(vsk, visock_hs_link_reason(err));
 		return;
 	}
 	err = visock_hs_send(vsk, &m);
@@ -513,10 +504,8 @@ static void visock_hs_step(struct visock_sock *vsk)
 		/* One whole message consumed: still in sync. */
 		if (vsk->hs_state == VISOCK_HS_SRV_WAIT_CONFIRM)
 			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
-		else if (visock_hs_decline(vsk, VISOCK_FB_BAD_MSG))
-			visock_hs_abort(vsk, EPROTO);
 		else
-			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
+			visock_hs_decline_fallback(vsk, VISOCK_FB_BAD_MSG);
 		return;
 	}
 	if (ret < 0) {

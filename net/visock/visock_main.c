@@ -20,11 +20,15 @@ struct workqueue_struct *visock_wq __read_mostly;
 
 static int __net_init visock_net_init(struct net *net)
 {
+	struct visock_net *vn = visock_net(net);
 	int err;
 
+	vn->stats = alloc_percpu(struct visock_stats);
+	if (!vn->stats)
+		return -ENOMEM;
 	err = visock_sysctl_net_init(net);
 	if (err)
-		return err;
+		goto err_stats;
 	err = visock_proc_net_init(net);
 	if (err)
 		goto err_sysctl;
@@ -37,6 +41,8 @@ err_proc:
 	visock_proc_net_exit(net);
 err_sysctl:
 	visock_sysctl_net_exit(net);
+err_stats:
+	free_percpu(vn->stats);
 	return err;
 }
 
@@ -45,6 +51,7 @@ static void __net_exit visock_net_exit(struct net *net)
 	visock_nf_net_exit(net);
 	visock_proc_net_exit(net);
 	visock_sysctl_net_exit(net);
+	free_percpu(visock_net(net)->stats);
 }
 
 static struct pernet_operations visock_net_ops = {

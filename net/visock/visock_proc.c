@@ -43,6 +43,36 @@ const char *visock_fb_name(unsigned int reason)
 	return "unknown";
 }
 
+static void visock_proc_show_stats(struct seq_file *seq,
+				   const struct visock_net *vn)
+{
+	struct visock_stats sum = { };
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		const struct visock_stats *s = per_cpu_ptr(vn->stats, cpu);
+
+		sum.rdma_bytes_sent += READ_ONCE(s->rdma_bytes_sent);
+		sum.rdma_bytes_rcvd += READ_ONCE(s->rdma_bytes_rcvd);
+		sum.rdma_wr_posted += READ_ONCE(s->rdma_wr_posted);
+		sum.rdma_wc += READ_ONCE(s->rdma_wc);
+		sum.cdc_sent += READ_ONCE(s->cdc_sent);
+		sum.cdc_rcvd += READ_ONCE(s->cdc_rcvd);
+		sum.tx_waits += READ_ONCE(s->tx_waits);
+		sum.tcp_bytes_sent += READ_ONCE(s->tcp_bytes_sent);
+		sum.tcp_bytes_rcvd += READ_ONCE(s->tcp_bytes_rcvd);
+	}
+	seq_printf(seq, "rdma_bytes_sent %llu\n", sum.rdma_bytes_sent);
+	seq_printf(seq, "rdma_bytes_rcvd %llu\n", sum.rdma_bytes_rcvd);
+	seq_printf(seq, "rdma_wr_posted %llu\n", sum.rdma_wr_posted);
+	seq_printf(seq, "rdma_wc %llu\n", sum.rdma_wc);
+	seq_printf(seq, "cursor_msgs_sent %llu\n", sum.cdc_sent);
+	seq_printf(seq, "cursor_msgs_rcvd %llu\n", sum.cdc_rcvd);
+	seq_printf(seq, "tx_ring_full_waits %llu\n", sum.tx_waits);
+	seq_printf(seq, "tcp_bytes_sent %llu\n", sum.tcp_bytes_sent);
+	seq_printf(seq, "tcp_bytes_rcvd %llu\n", sum.tcp_bytes_rcvd);
+}
+
 static int visock_proc_show(struct seq_file *seq, void *v)
 {
 	struct net *net = seq_file_single_net(seq);
@@ -58,6 +88,7 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 		   atomic64_read(&vn->hs_aborted));
 	seq_printf(seq, "connections_rdma %lld\n",
 		   atomic64_read(&vn->conns_rdma));
+	visock_proc_show_stats(seq, vn);
 	for (i = 1; i < __VISOCK_FB_MAX; i++)
 		seq_printf(seq, "fallback_%s %lld\n", visock_fb_name(i),
 			   atomic64_read(&vn->fallbacks[i]));

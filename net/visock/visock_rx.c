@@ -92,6 +92,7 @@ static void visock_rx_data_locked(struct visock_dp *dp, u32 imm,
 	dp->rx_prod = next;
 	dp->credits += credits;
 	dp->bytes_rcvd += bytes;
+	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_bytes_rcvd, bytes);
 	*wake |= VISOCK_WAKE_READ;
 	visock_rx_check_update_locked(dp);
 	return;
@@ -124,6 +125,7 @@ void visock_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	visock_link_count_wc(dp->link, wc);
 	spin_lock_bh(&dp->lock);
 	dp->wc++;
+	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wc, 1);
 	if (dp->state != VISOCK_DP_LIVE)
 		goto out;
 	if (wc->status != IB_WC_SUCCESS) {

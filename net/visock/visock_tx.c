@@ -121,6 +121,8 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 		dp->owed -= ret;
 		dp->wr_posted += n;
 		dp->bytes_sent += unsent;
+		VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wr_posted, n);
+		VISOCK_STAT_ADD(&dp->vsk->sk, rdma_bytes_sent, unsent);
 		visock_cursor_add(&dp->tx_sent, dp->tx_size, unsent);
 	}
 	if (!unsent && ((dp->tx_shut && !dp->done_sent) ||
@@ -139,6 +141,7 @@ static void visock_tx_complete(struct visock_dp *dp, struct ib_wc *wc,
 	visock_link_count_wc(dp->link, wc);
 	spin_lock_bh(&dp->lock);
 	dp->wc++;
+	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wc, 1);
 	dp->sq_free++;
 	if (write && dp->wr_head != dp->wr_tail)
 		visock_cursor_add(&dp->tx_acked, dp->tx_size,
@@ -266,6 +269,7 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		off = dp->tx_written.count;
 		if (!err && !space) {
 			dp->tx_waits++;
+			VISOCK_STAT_ADD(&dp->vsk->sk, tx_waits, 1);
 			if (!dp->tx_blocked) {
 				/* Ask the peer to report consumption soon. */
 				dp->tx_blocked = true;

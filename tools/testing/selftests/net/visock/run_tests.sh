@@ -12,8 +12,9 @@
 # checks (visock_test) and stream tests (visock_stream) between the two
 # hosts, the stream tests again over loopback (all with net.visock.enable=0),
 # then the handshake pass with net.visock.enable=1: handshake, fallback
-# and hostile-peer tests (visock_hs) and the stream tests again, between
-# the hosts and over loopback; module unload/reload, and finally the
+# and hostile-peer tests (visock_hs), the RDMA data path tests
+# (visock_dp), and the stream tests again, between the hosts and over
+# loopback; module unload/reload, and finally the
 # kernel log.  Output is KTAP; the exit status is 0 only if no test
 # failed.
 
@@ -145,7 +146,7 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
    [ -n "$SRC_BIN" ]; then
 	BIN=$SRC_BIN
 fi
-for prog in visock_basic visock_test visock_stream; do
+for prog in visock_basic visock_test visock_stream visock_hs visock_dp; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -170,6 +171,7 @@ list_prog xhost visock_test
 list_prog stream_xh visock_stream
 list_prog stream_lo visock_stream
 list_prog hs visock_hs
+list_prog dp visock_dp
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
 add_test module.unload_busy
@@ -322,7 +324,7 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*) NEED_MODULE=1 ;;
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
 done
@@ -516,22 +518,23 @@ run_prog stream_lo visock_stream --role single --family "$FAMILY"
 
 # ---- handshake pass: net.visock.enable=1 ----
 
-# The stream tests run again with net.visock.enable=1 on both hosts, so
-# that every connection does the handshake (and uses RDMA where the
-# module does).  Between the hosts only when hs.rdma_ready passed (both
-# hosts have visock and an ACTIVE RDMA port: both runners see the same
-# result); over loopback when this host has an ACTIVE RDMA port.
+# The data path tests (dp.*) and the stream tests run with
+# net.visock.enable=1 on both hosts, so that every connection does the
+# handshake (and uses RDMA where the module does).  Between the hosts
+# only when hs.rdma_ready passed (both hosts have visock and an ACTIVE
+# RDMA port: both runners see the same result); the stream tests also
+# over loopback when this host has an ACTIVE RDMA port.
 hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs stream_hs stream_hslo; do
+		for g in hs dp stream_hs stream_hslo; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
-	if ! group_selected hs && ! group_selected stream_hs &&
-	   ! group_selected stream_hslo; then
+	if ! group_selected hs && ! group_selected dp &&
+	   ! group_selected stream_hs && ! group_selected stream_hslo; then
 		return
 	fi
 	if [ -w "$ENABLE" ]; then
@@ -541,18 +544,23 @@ hs_pass() {
 	[ -n "${VISOCK_TEST_RXE_NETDEV:-}" ] &&
 		diag "Soft-RoCE device ${RXE_NAME:-?} on $VISOCK_TEST_RXE_NETDEV may be deleted and added back"
 
-	# hs.rdma_ready decides about stream_hs: run it even if not picked.
+	# hs.rdma_ready decides about dp and stream_hs: run it even if not
+	# picked.
 	EXTRA_PICKS=()
-	group_selected stream_hs && EXTRA_PICKS=(--pick rdma_ready)
+	if group_selected dp || group_selected stream_hs; then
+		EXTRA_PICKS=(--pick rdma_ready)
+	fi
 	[ "$NO_CLIENT" = 1 ] && wait_s=30
 	case "$ROLE" in
 	client)
-		if group_selected hs || group_selected stream_hs; then
+		if group_selected hs || group_selected dp ||
+		   group_selected stream_hs; then
 			run_prog_always hs visock_hs --role client --peer "$PEER" \
 				${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT"
 		fi ;;
 	server)
-		if group_selected hs || group_selected stream_hs; then
+		if group_selected hs || group_selected dp ||
+		   group_selected stream_hs; then
 			run_prog_always hs visock_hs --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi ;;
@@ -563,12 +571,22 @@ hs_pass() {
 
 	case "$ROLE" in
 	single)
+		finish_group dp skip "role single: no peer host"
 		finish_group stream_hs skip "role single: no peer host" ;;
 	*)
 		why=
 		if [ "${RES[hs.rdma_ready]:-}" != pass ]; then
 			why=${RES_REASON[hs.rdma_ready]:-}
 			why="hs.rdma_ready: ${why:-${RES[hs.rdma_ready]:-not run}}"
+		fi
+		if [ -n "$why" ]; then
+			finish_group dp skip "$why"
+		elif [ "$ROLE" = client ]; then
+			run_prog dp visock_dp --role client --peer "$PEER" \
+				--ctl-port "$CTL_PORT" --family visock
+		else
+			run_prog dp visock_dp --role server \
+				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi
 		if [ -n "$why" ]; then
 			finish_group stream_hs skip "$why"
