@@ -340,6 +340,11 @@ void visock_child_settled(struct visock_sock *child)
 	bool queued = false;
 
 	lock_sock(lsk);
+	/*
+	 * Known gap: a connection the peer reset right after a successful
+	 * handshake is dropped here, where TCP would still hand it to
+	 * accept().
+	 */
 	if (lsk->sk_state == TCP_LISTEN && !READ_ONCE(child->sk.sk_err)) {
 		child->listener = NULL;
 		visock_accept_enqueue(lvsk, child);

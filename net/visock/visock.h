@@ -162,6 +162,7 @@ enum {
 	VISOCK_F_SYN_OPT,	/* our SYN / SYN-ACK carried the option */
 	VISOCK_F_PEER_OPT,	/* the peer's SYN / SYN-ACK carried it */
 	VISOCK_F_LINK_UP,	/* @link reached RTS, peer confirmed */
+	VISOCK_F_HS_ABORTED,	/* the handshake ended the connection */
 };
 
 /*

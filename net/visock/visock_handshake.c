@@ -188,6 +188,7 @@ static void visock_hs_abort(struct visock_sock *vsk, int err)
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 
 	atomic64_inc(&vn->hs_aborted);
+	set_bit(VISOCK_F_HS_ABORTED, &vsk->flags);
 	visock_hs_drop_link(vsk);
 	vsk->hs_state = VISOCK_HS_DONE;
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);

@@ -33,10 +33,20 @@ host='?'
 say() { echo "visock-vm[$host]: $*"; }
 
 power_off() {
-	sync || true
+	set +e
+	trap - EXIT
+	sync
 	echo o >/proc/sysrq-trigger
-	# The power-off happens asynchronously; PID 1 must not return.
-	while :; do sleep 60; done
+	# The power-off happens asynchronously and takes the 9p root away
+	# (no binary runs any more); PID 1 must not return meanwhile, so it
+	# blocks in a bash builtin reading a FIFO nobody writes.
+	while :; do
+		if [ -p /run/visock-idle ]; then
+			read -r _ <>/run/visock-idle
+		else
+			read -r -t 60 _ </dev/console
+		fi
+	done
 }
 
 on_exit() {
@@ -60,6 +70,7 @@ mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 # The host's /tmp and /run must not leak into the guest.
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=0755 tmpfs /run
+mkfifo /run/visock-idle	# see power_off()
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
 mount -t configfs configfs /sys/kernel/config 2>/dev/null || true
 
@@ -93,6 +104,8 @@ echo "visock-$host" >/proc/sys/kernel/hostname
 # --- network ---------------------------------------------------------------
 local_ip=10.77.0.$me peer_ip=10.77.0.$peer
 local_ip6=fd77::$me peer_ip6=fd77::$peer
+# The NIC driver: virtio_net comes with the initramfs, others load here.
+[ -e /sys/class/net/eth0 ] || modprobe "${VISOCK_NIC_DRIVER:-e1000}"
 for c in all default eth0; do
 	echo 0 >"/proc/sys/net/ipv6/conf/$c/accept_dad"
 done
