@@ -103,14 +103,9 @@ static int visock_wait_settled(struct visock_sock *vsk, long timeo)
 	while (!test_bit(VISOCK_F_SETTLED, &vsk->flags) &&
 	       !READ_ONCE(sk->sk_err) &&
 	       READ_ONCE(sk->sk_state) != TCP_CLOSE) {
-		if (!timeo) {
-			err = -EAGAIN;
+		err = visock_wait_err(timeo);
+		if (err)
 			break;
-		}
-		if (signal_pending(current)) {
-			err = sock_intr_errno(timeo);
-			break;
-		}
 		timeo = wait_woken(&wait, TASK_INTERRUPTIBLE, timeo);
 	}
 	remove_wait_queue(sk_sleep(sk), &wait);
@@ -455,14 +450,9 @@ static int visock_accept(VISOCK_ACCEPT_ARGS)
 			err = -EINVAL;
 			break;
 		}
-		if (!timeo) {
-			err = -EAGAIN;
+		err = visock_wait_err(timeo);
+		if (err)
 			break;
-		}
-		if (signal_pending(current)) {
-			err = sock_intr_errno(timeo);
-			break;
-		}
 		release_sock(sk);
 		if (list_empty_careful(&lvsk->accept_q))
 			timeo = wait_woken(&wait, TASK_INTERRUPTIBLE, timeo);
@@ -696,7 +686,8 @@ static __poll_t visock_poll(struct file *file, struct socket *sock,
 		return visock_rdma_poll(vsk);
 
 	/* SO_RCVLOWAT decides POLLIN; 6.1 never shows us setting it. */
-	if (READ_ONCE(tsk->sk_rcvlowat) != READ_ONCE(sk->sk_rcvlowat))
+	if (!VISOCK_HAVE_CUSTOM_SOCKOPT &&
+	    READ_ONCE(tsk->sk_rcvlowat) != READ_ONCE(sk->sk_rcvlowat))
 		WRITE_ONCE(tsk->sk_rcvlowat, READ_ONCE(sk->sk_rcvlowat));
 	/* TCP's view, without registering on TCP's wait queue. */
 	mask = vsk->tcp->ops->poll(file, vsk->tcp, NULL) & ~EPOLLERR;

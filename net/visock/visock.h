@@ -186,6 +186,20 @@ enum visock_hs_state {
 struct visock_link;
 struct visock_dp;
 
+/*
+ * Why a blocking socket call must stop waiting now: -EAGAIN when its
+ * timeout is used up (0 for non-blocking), the signal errno when a signal
+ * is pending, else 0.
+ */
+static inline int visock_wait_err(long timeo)
+{
+	if (!timeo)
+		return -EAGAIN;
+	if (signal_pending(current))
+		return sock_intr_errno(timeo);
+	return 0;
+}
+
 static inline struct visock_sock *visock_sk(const struct sock *sk)
 {
 	return (struct visock_sock *)sk;

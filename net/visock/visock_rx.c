@@ -269,14 +269,9 @@ int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 		}
 		if (eof || dead || (sk->sk_shutdown & RCV_SHUTDOWN))
 			break;
-		if (!timeo) {
-			err = -EAGAIN;
+		err = visock_wait_err(timeo);
+		if (err)
 			break;
-		}
-		if (signal_pending(current)) {
-			err = sock_intr_errno(timeo);
-			break;
-		}
 		sk_wait_event(sk, &timeo, visock_rx_readable(dp, peek ? copied : 0),
 			      &wait);
 	}

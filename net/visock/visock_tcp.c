@@ -253,9 +253,10 @@ static void visock_tcp_sync_err(struct visock_sock *vsk)
  *
  * setsockopt(SOL_SOCKET, ...) lands on the visock socket.  Where the
  * kernel lets visock see those calls (VISOCK_HAVE_CUSTOM_SOCKOPT) they are
- * mirrored at once; this function makes sure, on every kernel, that the
- * TCP socket uses the visock socket's values before any call that depends
- * on them.  It only writes what differs.
+ * mirrored at once and only a consumed error is synced here; on older
+ * kernels this function makes sure that the TCP socket uses the visock
+ * socket's values before any call that depends on them.  It only writes
+ * what differs.
  *
  * Context: process context; takes the TCP socket's lock when keepalive
  * changes.
@@ -268,6 +269,9 @@ void visock_tcp_sync_opts(struct visock_sock *vsk)
 	bool keep;
 
 	visock_tcp_sync_err(vsk);
+	/* Mirrored by visock_setsockopt() as they are set. */
+	if (VISOCK_HAVE_CUSTOM_SOCKOPT)
+		return;
 
 #define VISOCK_SYNC(field) do {						\
 		if (READ_ONCE(tsk->field) != READ_ONCE(sk->field))	\

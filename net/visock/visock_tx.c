@@ -283,14 +283,9 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		if (err)
 			break;
 		if (!space) {
-			if (!timeo) {
-				err = -EAGAIN;
+			err = visock_wait_err(timeo);
+			if (err)
 				break;
-			}
-			if (signal_pending(current)) {
-				err = sock_intr_errno(timeo);
-				break;
-			}
 			sk_wait_event(sk, &timeo, visock_tx_writable(dp), &wait);
 			continue;
 		}
