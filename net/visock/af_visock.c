@@ -323,8 +323,9 @@ static struct visock_sock *visock_child_alloc(struct visock_sock *lvsk,
  * visock_child_settled() - a child finished its handshake
  * @child: server-side socket, settled, with a listener reference
  *
- * Queues @child for accept(2), or frees it if the listener is gone or
- * the handshake ended the connection.
+ * Queues @child for accept(2), also when the connection was reset
+ * after its handshake, or frees it if the listener is gone or the
+ * handshake aborted.
  *
  * Context: process context, no lock held.
  */
@@ -336,11 +337,14 @@ void visock_child_settled(struct visock_sock *child)
 
 	lock_sock(lsk);
 	/*
-	 * Known gap: a connection the peer reset right after a successful
-	 * handshake is dropped here, where TCP would still hand it to
-	 * accept().
+	 * As TCP, accept() also returns a connection that was reset after
+	 * it was set up (by the peer, or because its link died): reading
+	 * from it reports the error.  A connection whose handshake aborted
+	 * was never set up - the client's connect() failed - and is
+	 * dropped.
 	 */
-	if (lsk->sk_state == TCP_LISTEN && !READ_ONCE(child->sk.sk_err)) {
+	if (lsk->sk_state == TCP_LISTEN &&
+	    !test_bit(VISOCK_F_HS_ABORTED, &child->flags)) {
 		child->listener = NULL;
 		visock_accept_enqueue(lvsk, child);
 		queued = true;

@@ -367,13 +367,24 @@ write_jobs() { # ID SCRIPT [ARGS...]
 scan_log() { # LABEL FILE
 	local label=$1 file=$2 pat bad=0
 	[ -f "$file" ] || return 0
+	local first=0 n
 	for pat in "${splat_patterns[@]}"; do
 		if grep -qF -- "$pat" "$file"; then
 			echo "vm.sh: FAIL: $label contains \"$pat\":"
 			grep -nF -- "$pat" "$file" | head -n 3 | sed 's/^/    /'
+			n=$(grep -nF -m1 -- "$pat" "$file" | cut -d: -f1)
+			if [ "$first" = 0 ] || [ "$n" -lt "$first" ]; then
+				first=$n
+			fi
 			bad=1
 		fi
 	done
+	if [ "$first" != 0 ]; then
+		# The report itself, so that a CI log alone shows the trace.
+		echo "vm.sh: $label from line $((first > 10 ? first - 10 : 1)):"
+		tail -n "+$((first > 10 ? first - 10 : 1))" "$file" | head -n 90 |
+			sed 's/^/    | /'
+	fi
 	return "$bad"
 }
 

@@ -2207,6 +2207,10 @@ static void special_normal(struct vt_ctx *c, const struct scenario *s,
 	}
 	if (lfd >= 0)
 		close(lfd);
+	/* As TCP, accept() returns a connection reset after it was set up. */
+	if (hostile_client && fd >= 0)
+		vt_try(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen),
+		       "getsockopt(SO_ERROR)");
 
 	if (fd < 0 || err) {
 		vt_diag("outcome: abort after %lld ms%s%s",

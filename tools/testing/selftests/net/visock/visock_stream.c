@@ -1383,6 +1383,68 @@ static void so_linger0(struct vt_ctx *c)
 	close(fd);
 }
 
+/*
+ * Connections the client resets right after connect() are still returned
+ * by accept(), as TCP does: each one gives (a prefix of) the bytes sent
+ * and then ECONNRESET.
+ */
+#define NRESET		20
+#define RESET_BYTES	1000
+
+static void reset_before_accept(struct vt_ctx *c)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	char buf[RESET_BYTES], want[RESET_BYTES];
+	int i, fd, lfd, port, got;
+	ssize_t n;
+
+	memset(want, 'r', sizeof(want));
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		for (i = 0; i < NRESET; i++) {
+			fd = su_connect(c, c->family, false, port);
+			su_write_all(fd, want, sizeof(want));
+			vt_try(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg,
+					  sizeof(lg)), "setsockopt(SO_LINGER)");
+			close(fd);
+		}
+		vt_send(c, "RESET");
+		vt_expect(c, "DONE");
+		return;
+	}
+	lfd = su_listen(c->family, false, 2 * NRESET, SOCK_CLOEXEC);
+	su_send_port(c, lfd);
+	vt_expect(c, "RESET");
+	for (i = 0; i < NRESET; i++) {
+		vt_assert(su_poll(lfd, POLLIN, 10000) & POLLIN,
+			  "accept() has only %d of the %d reset connections",
+			  i, NRESET);
+		fd = su_accept(lfd, SOCK_CLOEXEC);
+		got = 0;
+		for (;;) {
+			vt_assert(su_poll(fd, POLLIN, 10000) & POLLIN,
+				  "connection %d: not readable after %d bytes",
+				  i, got);
+			n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n <= 0)
+				break;
+			vt_assert(got + n <= RESET_BYTES &&
+				  !memcmp(buf, want, n),
+				  "connection %d: wrong data after %d bytes",
+				  i, got);
+			got += n;
+		}
+		vt_assert(n < 0 && errno == ECONNRESET,
+			  "connection %d: %s after %d bytes, expected ECONNRESET",
+			  i, n ? vt_errname(errno) : "EOF", got);
+		close(fd);
+	}
+	vt_diag("accept() returned all %d connections reset after connect()",
+		NRESET);
+	close(lfd);
+	vt_send(c, "DONE");
+}
+
 /* Set an int option on the socket under test and a TCP socket. */
 static void int_opt_like_tcp(int fd, int ref, int level, int name,
 			     const char *what, int val)
@@ -2295,6 +2357,7 @@ static const struct vt_test tests[] = {
 	T(so_reuseaddr, 0),
 	T(so_reuseport, 0),
 	T(so_linger0, 0),
+	T(reset_before_accept, 0),
 	T(tcp_nodelay, 0),
 	T(tcp_cork, 0),
 	T(tcp_keepalive_opts, 0),
