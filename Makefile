@@ -57,7 +57,7 @@ checkpatch:
 kunit:
 	$(TESTING)/kunit/run_kunit.sh
 
-selftests:
+selftests: tools
 	$(MAKE) -C $(TESTING)/selftests/net/visock
 
 vm-test: modules-testbed selftests

@@ -819,6 +819,27 @@ static bool visock_sol_socket_mirrored(int optname)
 
 #define VISOCK_SOCKOPT_MAX	64
 
+/*
+ * SO_REUSEPORT, and VISOCK_REUSEPORT for kernels whose socket layer
+ * refuses SO_REUSEPORT on non-inet sockets: TCP acts on it, the visock
+ * socket records it for getsockopt().  @buf is a kernel copy of the int.
+ */
+static int visock_set_reuseport(struct visock_sock *vsk, void *buf,
+				unsigned int len)
+{
+	struct sock *sk = &vsk->sk;
+	int err;
+
+	err = sock_setsockopt(vsk->tcp, SOL_SOCKET, SO_REUSEPORT,
+			      KERNEL_SOCKPTR(buf), len);
+	if (err)
+		return err;
+	lock_sock(sk);
+	sk->sk_reuseport = vsk->tcp->sk->sk_reuseport;
+	release_sock(sk);
+	return 0;
+}
+
 static int visock_setsockopt_socket(struct socket *sock, int optname,
 				    sockptr_t optval, unsigned int optlen)
 {
@@ -835,24 +856,31 @@ static int visock_setsockopt_socket(struct socket *sock, int optname,
 	len = min_t(unsigned int, optlen, sizeof(buf));
 	if (copy_from_sockptr(buf, optval, len))
 		return -EFAULT;
-	/*
-	 * The generic code refuses SO_REUSEPORT on non-inet sockets: TCP
-	 * gets it, the visock socket only records it for getsockopt().
-	 */
-	if (optname != SO_REUSEPORT) {
-		err = sock_setsockopt(sock, SOL_SOCKET, optname,
-				      KERNEL_SOCKPTR(buf), len);
-		if (err)
-			return err;
+	if (optname == SO_REUSEPORT)
+		return visock_set_reuseport(vsk, buf, len);
+	err = sock_setsockopt(sock, SOL_SOCKET, optname, KERNEL_SOCKPTR(buf),
+			      len);
+	if (err)
+		return err;
+	return sock_setsockopt(vsk->tcp, SOL_SOCKET, optname,
+			       KERNEL_SOCKPTR(buf), len);
+}
+
+static int visock_setsockopt_visock(struct visock_sock *vsk, int optname,
+				    sockptr_t optval, unsigned int optlen)
+{
+	int val;
+
+	switch (optname) {
+	case VISOCK_REUSEPORT:
+		if (optlen < sizeof(val))
+			return -EINVAL;
+		if (copy_from_sockptr(&val, optval, sizeof(val)))
+			return -EFAULT;
+		return visock_set_reuseport(vsk, &val, sizeof(val));
+	default:
+		return -ENOPROTOOPT;
 	}
-	err = sock_setsockopt(vsk->tcp, SOL_SOCKET, optname,
-			      KERNEL_SOCKPTR(buf), len);
-	if (!err && optname == SO_REUSEPORT) {
-		lock_sock(sock->sk);
-		sock->sk->sk_reuseport = vsk->tcp->sk->sk_reuseport;
-		release_sock(sock->sk);
-	}
-	return err;
 }
 
 static int visock_setsockopt(struct socket *sock, int level, int optname,
@@ -863,7 +891,7 @@ static int visock_setsockopt(struct socket *sock, int level, int optname,
 	if (level == SOL_SOCKET)
 		return visock_setsockopt_socket(sock, optname, optval, optlen);
 	if (level == SOL_VISOCK)
-		return -ENOPROTOOPT;
+		return visock_setsockopt_visock(vsk, optname, optval, optlen);
 	visock_tcp_sync_opts(vsk);
 	return vsk->tcp->ops->setsockopt(vsk->tcp, level, optname, optval,
 					 optlen);
@@ -927,6 +955,9 @@ static int visock_getsockopt(struct socket *sock, int level, int optname,
 		break;
 	case VISOCK_FALLBACK_REASON:
 		val = READ_ONCE(vsk->fb_reason);
+		break;
+	case VISOCK_REUSEPORT:
+		val = vsk->sk.sk_reuseport;	/* a bit field */
 		break;
 	default:
 		return -ENOPROTOOPT;

@@ -111,7 +111,8 @@ if stage_wanted kunit; then
 fi
 
 banner "selftests (build)"
-make -s -C "$T/selftests/net/visock" >"$OUT/selftests-build.log" 2>&1
+{ make -s -C "$T/selftests/net/visock" && make -s -C "$ROOT/tools/visock"; } \
+	>"$OUT/selftests-build.log" 2>&1
 rc=$?
 [ $rc = 0 ] || cat "$OUT/selftests-build.log"
 result $rc "selftests build"

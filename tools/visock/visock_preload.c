@@ -10,6 +10,11 @@
  * is not available (module not loaded, socket() fails), the original
  * call is made: the program never sees a difference.
  *
+ * setsockopt(SOL_SOCKET, SO_REUSEPORT) on a visock socket fails with
+ * EOPNOTSUPP on kernels before 6.7, whose socket layer refuses it for
+ * families other than AF_INET/AF_INET6; the wrapper then sets the
+ * SOL_VISOCK alias VISOCK_REUSEPORT, which does the same.
+ *
  * Statically linked programs and programs that make system calls
  * directly (Go) are not affected: LD_PRELOAD cannot reach them.
  *
@@ -26,6 +31,7 @@
 #include <linux/visock.h>
 
 typedef int (*socket_fn)(int, int, int);
+typedef int (*setsockopt_fn)(int, int, int, const void *, socklen_t);
 
 static int debug_enabled(void)
 {
@@ -63,4 +69,46 @@ int socket(int domain, int type, int protocol)
 		errno = saved;
 	}
 	return real_socket(domain, type, protocol);
+}
+
+static int is_visock(int fd)
+{
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) &&
+	       domain == AF_VISOCK;
+}
+
+int setsockopt(int fd, int level, int optname, const void *optval,
+	       socklen_t optlen)
+{
+	static setsockopt_fn real_setsockopt;
+	int ret, err;
+
+	if (!real_setsockopt) {
+		real_setsockopt = (setsockopt_fn)dlsym(RTLD_NEXT,
+						       "setsockopt");
+		if (!real_setsockopt) {
+			errno = ENOPROTOOPT;
+			return -1;
+		}
+	}
+	ret = real_setsockopt(fd, level, optname, optval, optlen);
+	if (!ret || errno != EOPNOTSUPP || level != SOL_SOCKET ||
+	    optname != SO_REUSEPORT)
+		return ret;
+	err = errno;
+	if (!is_visock(fd)) {
+		errno = err;
+		return ret;
+	}
+	ret = real_setsockopt(fd, SOL_VISOCK, VISOCK_REUSEPORT, optval,
+			      optlen);
+	if (debug_enabled())
+		fprintf(stderr, "visock_preload: SO_REUSEPORT via VISOCK_REUSEPORT: %s\n",
+			ret ? "failed" : "ok");
+	if (ret)
+		errno = err;
+	return ret;
 }

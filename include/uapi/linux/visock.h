@@ -56,6 +56,14 @@
  * fields are only ever appended.
  */
 #define VISOCK_INFO		3
+/*
+ * setsockopt/getsockopt(SOL_VISOCK, VISOCK_REUSEPORT): int, 0 or 1.  The
+ * same as SO_REUSEPORT, for kernels before 6.7, where the socket layer
+ * refuses SO_REUSEPORT on sockets that are not AF_INET/AF_INET6 without
+ * asking the family.  getsockopt(SOL_SOCKET, SO_REUSEPORT) reads what
+ * this sets.  visock_run(8) uses it when SO_REUSEPORT fails.
+ */
+#define VISOCK_REUSEPORT	4
 
 /**
  * struct visock_info - state of one visock connection

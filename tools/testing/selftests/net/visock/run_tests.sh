@@ -146,7 +146,8 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
    [ -n "$SRC_BIN" ]; then
 	BIN=$SRC_BIN
 fi
-for prog in visock_basic visock_test visock_stream visock_hs visock_dp; do
+for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
+	visock_preload_test; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -170,6 +171,7 @@ list_prog basic visock_basic
 list_prog xhost visock_test
 list_prog stream_xh visock_stream
 list_prog stream_lo visock_stream
+list_prog preload visock_preload_test
 list_prog hs visock_hs
 list_prog dp visock_dp
 list_prog stream_hs visock_stream
@@ -515,6 +517,36 @@ single)
 esac
 
 run_prog stream_lo visock_stream --role single --family "$FAMILY"
+
+# The LD_PRELOAD wrapper of visock_run(8), from the source tree (built
+# here when missing) or $VISOCK_PRELOAD_SO.
+preload_so() {
+	local dir
+
+	if [ -n "${VISOCK_PRELOAD_SO:-}" ]; then
+		echo "$VISOCK_PRELOAD_SO"
+		return
+	fi
+	for dir in "$DIR/../../../../visock" \
+		   ${VISOCK_SRC:+"$VISOCK_SRC/tools/visock"}; do
+		if [ ! -f "$dir/visock_preload.so" ] && [ -f "$dir/Makefile" ]; then
+			make -s -C "$dir" >/dev/null 2>&1
+		fi
+		if [ -f "$dir/visock_preload.so" ]; then
+			echo "$(cd "$dir" && pwd)/visock_preload.so"
+			return
+		fi
+	done
+}
+if group_selected preload; then
+	PRELOAD=$(preload_so)
+	if [ -z "$PRELOAD" ]; then
+		finish_group preload fail "visock_preload.so not found (make tools, or set VISOCK_PRELOAD_SO)"
+	else
+		LD_PRELOAD=$PRELOAD run_prog preload visock_preload_test \
+			--role single
+	fi
+fi
 
 # ---- handshake pass: net.visock.enable=1 ----
 

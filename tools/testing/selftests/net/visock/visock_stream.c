@@ -1194,6 +1194,42 @@ static void so_keepalive(struct vt_ctx *c)
 	close(fd);
 }
 
+/*
+ * Kernels before 6.7 have no SOCK_CUSTOM_SOCKOPT, so setsockopt(SOL_SOCKET)
+ * never reaches visock, and stable kernels refuse SO_REUSEPORT on sockets
+ * that are not AF_INET/AF_INET6 (EOPNOTSUPP).  There the documented
+ * SOL_VISOCK alias VISOCK_REUSEPORT must do the same; from 6.7 on
+ * SO_REUSEPORT itself must work.
+ */
+static bool reuseport_limited_kernel(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return false;
+	return major < 6 || (major == 6 && minor < 7);
+}
+
+static void set_reuseport(int fd, enum vt_family fam)
+{
+	int one = 1;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
+		vt_assert(errno == EOPNOTSUPP && fam == VT_FAMILY_VISOCK &&
+			  reuseport_limited_kernel(),
+			  "setsockopt(SO_REUSEPORT): %s", vt_errname(errno));
+		su_setint_at(fd, SOL_VISOCK, VISOCK_REUSEPORT,
+			     "VISOCK_REUSEPORT", 1);
+	}
+	vt_assert(su_getint(fd, SOL_SOCKET, SO_REUSEPORT) == 1,
+		  "SO_REUSEPORT does not read back 1");
+	if (fam == VT_FAMILY_VISOCK)
+		vt_assert(su_getint_at(fd, SOL_VISOCK, VISOCK_REUSEPORT,
+				       "VISOCK_REUSEPORT") == 1,
+			  "VISOCK_REUSEPORT does not read back 1");
+}
+
 static int bind_port(enum vt_family fam, int port, bool reuseaddr,
 		     bool reuseport)
 {
@@ -1206,11 +1242,8 @@ static int bind_port(enum vt_family fam, int port, bool reuseaddr,
 		vt_assert(su_getint(fd, SOL_SOCKET, SO_REUSEADDR) == 1,
 			  "SO_REUSEADDR does not read back 1");
 	}
-	if (reuseport) {
-		su_setint(fd, SOL_SOCKET, SO_REUSEPORT, 1);
-		vt_assert(su_getint(fd, SOL_SOCKET, SO_REUSEPORT) == 1,
-			  "SO_REUSEPORT does not read back 1");
-	}
+	if (reuseport)
+		set_reuseport(fd, fam);
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
 		int err = errno;
 
@@ -1265,41 +1298,11 @@ static void so_reuseaddr(struct vt_ctx *c)
 
 #define NREUSE 16
 
-/*
- * Kernels before 6.7 have no SOCK_CUSTOM_SOCKOPT, so setsockopt(SOL_SOCKET)
- * never reaches visock, and stable kernels refuse SO_REUSEPORT on sockets
- * that are not AF_INET/AF_INET6: a documented limitation of AF_VISOCK
- * there.  From 6.7 on it must work.
- */
-static bool reuseport_limited_kernel(void)
-{
-	struct utsname u;
-	int major = 0, minor = 0;
-
-	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-		return false;
-	return major < 6 || (major == 6 && minor < 7);
-}
-
-static bool reuseport_usable(enum vt_family fam)
-{
-	int fd = su_socket(fam, false, SOCK_CLOEXEC), one = 1, ret, err;
-
-	ret = setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	err = errno;
-	close(fd);
-	return ret == 0 || err != EOPNOTSUPP || fam != VT_FAMILY_VISOCK ||
-	       !reuseport_limited_kernel();
-}
-
 static void so_reuseport(struct vt_ctx *c)
 {
 	int l[2], fds[NREUSE], counts[2] = { 0, 0 }, i, n = 0, port, third;
 	struct pollfd pfd[2];
 	char ch;
-
-	vt_agree(c, reuseport_usable(c->family),
-		 "kernel < 6.7 refuses SO_REUSEPORT on AF_VISOCK (documented limitation)");
 
 	if (vt_is_client(c)) {
 		port = su_recv_port(c);

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The LD_PRELOAD wrapper (tools/visock/visock_preload.so, visock_run(8))
+ * seen from an unmodified program: this program only ever asks for
+ * AF_INET/AF_INET6 sockets and runs with the wrapper preloaded
+ * (run_tests.sh sets LD_PRELOAD).  One host, loopback.
+ *
+ * domain	TCP stream sockets become AF_VISOCK, everything else stays
+ * reuseport	setsockopt(SOL_SOCKET, SO_REUSEPORT) works as for TCP on
+ *		every kernel (before 6.7 the wrapper maps it to
+ *		VISOCK_REUSEPORT): two listeners share a port
+ * pingpong	a connection made with the wrapped calls carries data
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/visock.h>
+
+#include "harness.h"
+#include "ktap.h"
+#include "sockutil.h"
+
+#define NREUSE	16
+
+static int domain_of(int fd)
+{
+	return su_getint(fd, SOL_SOCKET, SO_DOMAIN);
+}
+
+static void domain(struct vt_ctx *c)
+{
+	int fd, d;
+
+	(void)c;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	vt_assert(fd >= 0, "socket(AF_INET, SOCK_STREAM): %s",
+		  vt_errname(errno));
+	d = domain_of(fd);
+	vt_assert(d == AF_VISOCK, "AF_INET stream socket has domain %d", d);
+	close(fd);
+
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+	vt_assert(fd >= 0, "socket(AF_INET6, SOCK_STREAM): %s",
+		  vt_errname(errno));
+	d = domain_of(fd);
+	vt_assert(d == AF_VISOCK, "AF_INET6 stream socket has domain %d", d);
+	close(fd);
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	vt_assert(fd >= 0, "socket(AF_INET, SOCK_DGRAM): %s",
+		  vt_errname(errno));
+	d = domain_of(fd);
+	vt_assert(d == AF_INET, "datagram socket has domain %d", d);
+	close(fd);
+}
+
+static int reuse_listener(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = su_socket(VT_FAMILY_INET, false, SOCK_CLOEXEC), one = 1;
+
+	vt_assert(domain_of(fd) == AF_VISOCK, "listener is not AF_VISOCK");
+	vt_try(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)),
+	       "setsockopt(SOL_SOCKET, SO_REUSEPORT)");
+	vt_assert(su_getint(fd, SOL_SOCKET, SO_REUSEPORT) == 1,
+		  "SO_REUSEPORT does not read back 1");
+	vt_try(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), "bind");
+	vt_try(listen(fd, NREUSE), "listen");
+	return fd;
+}
+
+static int loop_connect(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = su_socket(VT_FAMILY_INET, false, SOCK_CLOEXEC);
+
+	vt_try(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), "connect");
+	return fd;
+}
+
+static void reuseport(struct vt_ctx *c)
+{
+	int l[2], fds[NREUSE], counts[2] = { 0, 0 }, i, n = 0, port;
+
+	(void)c;
+	l[0] = reuse_listener(0);
+	port = su_port(l[0]);
+	l[1] = reuse_listener(port);
+	for (i = 0; i < NREUSE; i++)
+		fds[i] = loop_connect(port);
+	while (n < NREUSE) {
+		struct pollfd p[2] = { { .fd = l[0], .events = POLLIN },
+				       { .fd = l[1], .events = POLLIN } };
+
+		vt_assert(poll(p, 2, 10000) > 0,
+			  "only %d of %d connections accepted", n, NREUSE);
+		for (i = 0; i < 2; i++) {
+			if (!(p[i].revents & POLLIN))
+				continue;
+			close(su_accept(l[i], SOCK_CLOEXEC));
+			counts[i]++;
+			n++;
+		}
+	}
+	vt_diag("connections per listener: %d + %d", counts[0], counts[1]);
+	vt_assert(counts[0] && counts[1],
+		  "all connections went to one listener: %d + %d",
+		  counts[0], counts[1]);
+	for (i = 0; i < NREUSE; i++)
+		close(fds[i]);
+	close(l[0]);
+	close(l[1]);
+}
+
+static void pingpong(struct vt_ctx *c)
+{
+	unsigned char out[65536], in[sizeof(out)];
+	int lfd, cfd, sfd;
+	size_t i;
+
+	(void)c;
+	lfd = su_listen(VT_FAMILY_INET, false, 4, SOCK_CLOEXEC);
+	vt_assert(domain_of(lfd) == AF_VISOCK, "listener is not AF_VISOCK");
+	cfd = loop_connect(su_port(lfd));
+	sfd = su_accept(lfd, SOCK_CLOEXEC);
+	vt_assert(domain_of(sfd) == AF_VISOCK,
+		  "accepted socket is not AF_VISOCK");
+	for (i = 0; i < sizeof(out); i++)
+		out[i] = (unsigned char)(i * 7 + (i >> 9));
+	su_write_all(cfd, out, sizeof(out));
+	su_read_all(sfd, in, sizeof(in));
+	vt_assert(!memcmp(in, out, sizeof(in)), "data differs");
+	su_write_all(sfd, in, sizeof(in));
+	su_read_all(cfd, out, sizeof(out));
+	vt_assert(!memcmp(in, out, sizeof(in)), "echoed data differs");
+	close(cfd);
+	su_expect_eof(sfd);
+	close(sfd);
+	close(lfd);
+}
+
+static const struct vt_test tests[] = {
+	{ "domain", domain, NULL, 0, "stream sockets become AF_VISOCK" },
+	{ "reuseport", reuseport, NULL, 0, "SO_REUSEPORT on every kernel" },
+	{ "pingpong", pingpong, NULL, 0, "data over a wrapped connection" },
+};
+
+int main(int argc, char **argv)
+{
+	return vt_main(argc, argv, "visock_preload_test", tests,
+		       ARRAY_SIZE(tests));
+}
