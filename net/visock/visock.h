@@ -24,6 +24,14 @@
 
 /* Default of net.visock.handshake_timeout_ms. */
 #define VISOCK_HS_TIMEOUT_MS_DEFAULT	3000
+/*
+ * RC local ACK timeout, IBTA encoding (4.096 us * 2^n per try): 17 is
+ * 537 ms.  Soft-RoCE has no congestion control and drops under load on a
+ * slow host; 14 (67 ms) made 64 busy connections exceed their retries.
+ */
+#define VISOCK_ACK_TIMEOUT_DEFAULT	17
+#define VISOCK_ACK_TIMEOUT_MIN		12	/* 16.8 ms */
+#define VISOCK_ACK_TIMEOUT_MAX		24	/* 68.7 s */
 
 /**
  * struct visock_stats - per-CPU counters of a namespace
@@ -66,6 +74,7 @@ struct visock_stats {
 struct visock_net {
 	int enable;
 	int hs_timeout_ms;
+	int ack_timeout;
 	struct ctl_table_header *sysctl_hdr;
 	atomic64_t fallbacks[__VISOCK_FB_MAX];
 	atomic64_t conns_rdma;

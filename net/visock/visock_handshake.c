@@ -327,14 +327,17 @@ static int visock_hs_make_link(struct visock_sock *vsk,
 			       struct visock_hs_msg *m, u8 type)
 {
 	struct sockaddr_storage local;
+	struct net *net;
 	int err;
 
 	err = visock_hs_local_addr(vsk, &local);
 	if (err)
 		return err;
-	err = visock_link_create(sock_net(&vsk->sk),
-				 (struct sockaddr *)&local,
-				 VISOCK_HS_RBUF_SIZE, &vsk->link);
+	net = sock_net(&vsk->sk);
+	err = visock_link_create(net, (struct sockaddr *)&local,
+				 VISOCK_HS_RBUF_SIZE,
+				 READ_ONCE(visock_net(net)->ack_timeout),
+				 &vsk->link);
 	if (err)
 		return err;
 

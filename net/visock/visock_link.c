@@ -90,11 +90,9 @@
 /* RC transport parameters (IBTA encodings). */
 #define VISOCK_LINK_MIN_RNR	12	/* 0.64 ms */
 /*
- * 4.096 us * 2^17 = 537 ms per try: Soft-RoCE has no congestion control
- * and drops under load on a slow host; 67 ms made 64 busy connections
- * exceed their retries.  With VISOCK_LINK_RETRY a dead peer shows in ~4 s.
+ * The ACK timeout comes from net.visock.rdma_ack_timeout; with
+ * VISOCK_LINK_RETRY and the default a dead peer shows in ~4 s.
  */
-#define VISOCK_LINK_TIMEOUT	17
 /* Not 7: Soft-RoCE treats 7 as infinite, and a dead peer must show. */
 #define VISOCK_LINK_RETRY	6
 #define VISOCK_LINK_RNR_RETRY	7	/* infinite */
@@ -181,6 +179,7 @@ struct visock_peer_rbuf {
  *	socket pins it) is inside visock_link_connect()
  * @port: port of @ibdev
  * @gid: our GID
+ * @ack_timeout: RC local ACK timeout (IBTA encoding)
  * @mtu: active MTU of @port (enum ib_mtu)
  * @pd: protection domain
  * @cq: completion queue for both work queues
@@ -222,6 +221,7 @@ struct visock_link {
 	struct ib_device *ibdev;
 	const struct ib_gid_attr *sgid_attr;
 	struct net *net;
+	u8 ack_timeout;
 	u32 port;
 	union ib_gid gid;
 	enum ib_mtu mtu;
@@ -714,6 +714,7 @@ static void visock_link_free(struct kref *ref)
  * @local: local address of the TCP connection (sockaddr_in or sockaddr_in6)
  * @rbuf_size: receive ring size, a power of two from VISOCK_RBUF_MIN to
  *	VISOCK_RBUF_MAX
+ * @ack_timeout: RC local ACK timeout of the QP, IBTA encoding
  * @out: the new link
  *
  * Finds the RoCEv2 GID of @local on a device whose net device is in @net,
@@ -730,7 +731,8 @@ static void visock_link_free(struct kref *ref)
  * errno from ib_core.  On error nothing is left allocated.
  */
 int visock_link_create(struct net *net, const struct sockaddr *local,
-		       u32 rbuf_size, struct visock_link **out)
+		       u32 rbuf_size, u8 ack_timeout,
+		       struct visock_link **out)
 {
 	struct visock_link *l;
 	int err;
@@ -750,6 +752,7 @@ int visock_link_create(struct net *net, const struct sockaddr *local,
 	init_completion(&l->reg_done);
 	l->reg_cqe.done = visock_link_reg_done;
 	l->net = net;
+	l->ack_timeout = ack_timeout;
 	l->state = VISOCK_LINK_NEW;
 	atomic64_set(&l->wr_posted, 0);
 	atomic64_set(&l->wc_ok, 0);
@@ -891,7 +894,7 @@ static int visock_link_to_rts(struct visock_link *l)
 
 	attr.qp_state = IB_QPS_RTS;
 	attr.sq_psn = l->psn;
-	attr.timeout = VISOCK_LINK_TIMEOUT;
+	attr.timeout = l->ack_timeout;
 	attr.retry_cnt = VISOCK_LINK_RETRY;
 	attr.rnr_retry = VISOCK_LINK_RNR_RETRY;
 	attr.max_rd_atomic = 1;

@@ -66,7 +66,8 @@ struct visock_link_stats {
 };
 
 int visock_link_create(struct net *net, const struct sockaddr *local,
-		       u32 rbuf_size, struct visock_link **out);
+		       u32 rbuf_size, u8 ack_timeout,
+		       struct visock_link **out);
 void visock_link_local_params(const struct visock_link *l,
 			      struct visock_hs_msg *m);
 int visock_link_connect(struct visock_link *l,

@@ -14,6 +14,8 @@
 
 static const int visock_hs_timeout_min = 100;
 static const int visock_hs_timeout_max = 60000;
+static const int visock_ack_timeout_min = VISOCK_ACK_TIMEOUT_MIN;
+static const int visock_ack_timeout_max = VISOCK_ACK_TIMEOUT_MAX;
 
 static struct ctl_table visock_sysctl_template[] = {
 	{
@@ -36,6 +38,16 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= (void *)&visock_hs_timeout_min,
 		.extra2		= (void *)&visock_hs_timeout_max,
 	},
+	{
+		/* RC ACK timeout exponent of new links (4.096 us * 2^n) */
+		.procname	= "rdma_ack_timeout",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= (void *)&visock_ack_timeout_min,
+		.extra2		= (void *)&visock_ack_timeout_max,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -55,6 +67,7 @@ int visock_sysctl_net_init(struct net *net)
 
 	vn->enable = 0;
 	vn->hs_timeout_ms = VISOCK_HS_TIMEOUT_MS_DEFAULT;
+	vn->ack_timeout = VISOCK_ACK_TIMEOUT_DEFAULT;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -62,6 +75,7 @@ int visock_sysctl_net_init(struct net *net)
 		return -ENOMEM;
 	table[0].data = &vn->enable;
 	table[1].data = &vn->hs_timeout_ms;
+	table[2].data = &vn->ack_timeout;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);

@@ -27,6 +27,12 @@ MOD=visock
 SYSCTL_DIR=/proc/sys/net/visock
 ENABLE=$SYSCTL_DIR/enable
 HS_TIMEOUT=$SYSCTL_DIR/handshake_timeout_ms
+ACK_TIMEOUT=$SYSCTL_DIR/rdma_ack_timeout
+# The emulated bed drops RoCE packets when its host is overloaded, and
+# Soft-RoCE has no congestion control: a longer ACK timeout (19: 2.1 s per
+# try, ~15 s before a QP gives up) keeps busy links alive there.  Harmless
+# on real RoCE.
+TEST_ACK_TIMEOUT=${VISOCK_TEST_ACK_TIMEOUT:-19}
 RAW_HOOK=/sys/kernel/debug/visock/raw_handshake
 IPT_TAG=visock-selftest
 KLOG_PATTERN='Oops|WARNING:|BUG:|Call Trace:|Kernel panic|KASAN|UBSAN'
@@ -317,10 +323,12 @@ enable_value() {
 ORIG_LOADED=0
 ORIG_ENABLE=
 ORIG_TIMEOUT=
+ORIG_ACK=
 mod_loaded && ORIG_LOADED=1
 if [ "$ORIG_LOADED" = 1 ]; then
 	ORIG_ENABLE=$(enable_value)
 	ORIG_TIMEOUT=$(cat "$HS_TIMEOUT" 2>/dev/null)
+	ORIG_ACK=$(cat "$ACK_TIMEOUT" 2>/dev/null)
 fi
 
 NEED_MODULE=0
@@ -400,6 +408,9 @@ restore_state() {
 		if [ -n "$ORIG_TIMEOUT" ] && [ -w "$HS_TIMEOUT" ]; then
 			echo "$ORIG_TIMEOUT" > "$HS_TIMEOUT" 2>/dev/null
 		fi
+		if [ -n "$ORIG_ACK" ] && [ -w "$ACK_TIMEOUT" ]; then
+			echo "$ORIG_ACK" > "$ACK_TIMEOUT" 2>/dev/null
+		fi
 	elif mod_loaded && [ "$NEED_MODULE" = 1 ]; then
 		mod_unload >/dev/null 2>&1
 	fi
@@ -432,6 +443,10 @@ if [ "$NEED_MODULE" = 1 ]; then
 	if [ -w "$ENABLE" ]; then
 		diag "net.visock.enable: $(enable_value) -> 0 for the run"
 		echo 0 > "$ENABLE"
+	fi
+	if [ -w "$ACK_TIMEOUT" ]; then
+		diag "net.visock.rdma_ack_timeout: $(cat "$ACK_TIMEOUT") -> $TEST_ACK_TIMEOUT for the run"
+		echo "$TEST_ACK_TIMEOUT" > "$ACK_TIMEOUT"
 	fi
 else
 	result module.load skip "no selected test needs the module"

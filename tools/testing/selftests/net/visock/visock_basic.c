@@ -356,6 +356,112 @@ static int ns_reject(char *msg, size_t size)
 	return 0;
 }
 
+/* ---- numeric sysctls: range and default ---- */
+
+struct num_sysctl {
+	const char *name;
+	int min, max, def;
+};
+
+static const struct num_sysctl num_sysctls[] = {
+	{ "handshake_timeout_ms", 100, 60000, 3000 },
+	{ "rdma_ack_timeout", 12, 24, 17 },
+};
+
+static int num_read(const char *path)
+{
+	char buf[32] = "";
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? atoi(buf) : -1;
+}
+
+static int num_write(const char *path, int val)
+{
+	char buf[16];
+	ssize_t n;
+	int fd, err = 0;
+
+	snprintf(buf, sizeof(buf), "%d\n", val);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	n = write(fd, buf, strlen(buf));
+	if (n < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/* Defaults of a fresh namespace (run in one by netns_run()). */
+static int ns_num_defaults(char *msg, size_t size)
+{
+	char path[128];
+	size_t i;
+	int val;
+
+	for (i = 0; i < ARRAY_SIZE(num_sysctls); i++) {
+		snprintf(path, sizeof(path), SYSCTL_DIR "/%s",
+			 num_sysctls[i].name);
+		val = num_read(path);
+		if (val != num_sysctls[i].def) {
+			snprintf(msg, size, "%s reads %d in a new namespace, default is %d",
+				 num_sysctls[i].name, val, num_sysctls[i].def);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Each numeric sysctl takes its minimum and maximum, rejects one less and
+ * one more with EINVAL (keeping its value), and starts at its default in
+ * a new namespace.
+ */
+static void sysctl_ranges(struct vt_ctx *c)
+{
+	const struct num_sysctl *t;
+	char path[128];
+	int orig, err, bad[2], i;
+	size_t k;
+
+	(void)c;
+	enable_require();
+	for (k = 0; k < ARRAY_SIZE(num_sysctls); k++) {
+		t = &num_sysctls[k];
+		snprintf(path, sizeof(path), SYSCTL_DIR "/%s", t->name);
+		orig = num_read(path);
+		vt_assert(orig >= t->min && orig <= t->max, "%s reads %d",
+			  t->name, orig);
+		err = num_write(path, t->min);
+		vt_assert(!err && num_read(path) == t->min,
+			  "%s: writing the minimum %d: %s", t->name, t->min,
+			  err ? vt_errname(err) : "does not read back");
+		err = num_write(path, t->max);
+		vt_assert(!err && num_read(path) == t->max,
+			  "%s: writing the maximum %d: %s", t->name, t->max,
+			  err ? vt_errname(err) : "does not read back");
+		bad[0] = t->min - 1;
+		bad[1] = t->max + 1;
+		for (i = 0; i < 2; i++) {
+			err = num_write(path, bad[i]);
+			vt_assert(err == EINVAL && num_read(path) == t->max,
+				  "%s: writing %d: %s, expected EINVAL",
+				  t->name, bad[i],
+				  err ? vt_errname(err) : "accepted");
+		}
+		vt_assert(!num_write(path, orig), "%s: restoring %d", t->name,
+			  orig);
+	}
+	netns_run(ns_num_defaults);
+}
+
 static void sysctl_netns_dir(struct vt_ctx *c)
 {
 	(void)c;
@@ -619,6 +725,7 @@ static const struct vt_test tests[] = {
 	L(sysctl_reject_text),
 	L(sysctl_reject_empty),
 	L(sysctl_empty_write),
+	L(sysctl_ranges),
 	L(sysctl_netns_dir),
 	L(sysctl_netns_default),
 	L(sysctl_netns_isolated),
