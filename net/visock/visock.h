@@ -32,6 +32,8 @@
 #define VISOCK_ACK_TIMEOUT_DEFAULT	17
 #define VISOCK_ACK_TIMEOUT_MIN		12	/* 16.8 ms */
 #define VISOCK_ACK_TIMEOUT_MAX		24	/* 68.7 s */
+/* Receive ring size without SO_RCVBUF: net.visock.rbuf_default. */
+#define VISOCK_RBUF_DEFAULT		(64 * 1024)
 
 /**
  * struct visock_stats - per-CPU counters of a namespace
@@ -75,6 +77,7 @@ struct visock_net {
 	int enable;
 	int hs_timeout_ms;
 	int ack_timeout;
+	int rbuf_default;
 	struct ctl_table_header *sysctl_hdr;
 	atomic64_t fallbacks[__VISOCK_FB_MAX];
 	atomic64_t conns_rdma;

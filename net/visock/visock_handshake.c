@@ -44,8 +44,32 @@
 #include "visock_link.h"
 #include "visock_rdma.h"
 
-/* Default ring size until size classes come from SO_RCVBUF. */
-#define VISOCK_HS_RBUF_SIZE	(64U * 1024)
+/**
+ * visock_hs_ring_size() - size of the receive ring of a new connection
+ * @vsk: socket starting its handshake
+ *
+ * The best-fitting size class (visock_sizeclass_for()) for what the
+ * application asked for with SO_RCVBUF (the value it passed, half of what
+ * the kernel stores; bounded by net.core.rmem_max unless it used
+ * SO_RCVBUFFORCE), or for net.visock.rbuf_default otherwise.  Read from
+ * the internal TCP socket, which carries the application's value (and
+ * the listener's, for an accepted connection).
+ *
+ * Context: process context, under lock_sock(@vsk).
+ * Return: ring size in bytes, a power of two.
+ */
+static u32 visock_hs_ring_size(struct visock_sock *vsk)
+{
+	struct sock *tsk = vsk->tcp->sk;
+	u32 want;
+
+	/* A bit field on older kernels: no READ_ONCE(). */
+	if (tsk->sk_userlocks & SOCK_RCVBUF_LOCK)
+		want = READ_ONCE(tsk->sk_rcvbuf) / 2;
+	else
+		want = READ_ONCE(visock_net(sock_net(&vsk->sk))->rbuf_default);
+	return visock_sizeclass_bytes(visock_sizeclass_for(want));
+}
 
 static const u8 visock_hs_magic[4] = {
 	(VISOCK_HS_MAGIC >> 24) & 0xff, (VISOCK_HS_MAGIC >> 16) & 0xff,
@@ -335,7 +359,7 @@ static int visock_hs_make_link(struct visock_sock *vsk,
 		return err;
 	net = sock_net(&vsk->sk);
 	err = visock_link_create(net, (struct sockaddr *)&local,
-				 VISOCK_HS_RBUF_SIZE,
+				 visock_hs_ring_size(vsk),
 				 READ_ONCE(visock_net(net)->ack_timeout),
 				 &vsk->link);
 	if (err)

@@ -16,6 +16,8 @@ static const int visock_hs_timeout_min = 100;
 static const int visock_hs_timeout_max = 60000;
 static const int visock_ack_timeout_min = VISOCK_ACK_TIMEOUT_MIN;
 static const int visock_ack_timeout_max = VISOCK_ACK_TIMEOUT_MAX;
+static const int visock_rbuf_min = VISOCK_RBUF_MIN;
+static const int visock_rbuf_max = VISOCK_RBUF_MAX;
 
 static struct ctl_table visock_sysctl_template[] = {
 	{
@@ -48,6 +50,16 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= (void *)&visock_ack_timeout_min,
 		.extra2		= (void *)&visock_ack_timeout_max,
 	},
+	{
+		/* receive ring of sockets without SO_RCVBUF, bytes */
+		.procname	= "rbuf_default",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= (void *)&visock_rbuf_min,
+		.extra2		= (void *)&visock_rbuf_max,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -68,6 +80,7 @@ int visock_sysctl_net_init(struct net *net)
 	vn->enable = 0;
 	vn->hs_timeout_ms = VISOCK_HS_TIMEOUT_MS_DEFAULT;
 	vn->ack_timeout = VISOCK_ACK_TIMEOUT_DEFAULT;
+	vn->rbuf_default = VISOCK_RBUF_DEFAULT;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -76,6 +89,7 @@ int visock_sysctl_net_init(struct net *net)
 	table[0].data = &vn->enable;
 	table[1].data = &vn->hs_timeout_ms;
 	table[2].data = &vn->ack_timeout;
+	table[3].data = &vn->rbuf_default;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);

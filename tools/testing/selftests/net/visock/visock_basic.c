@@ -366,6 +366,7 @@ struct num_sysctl {
 static const struct num_sysctl num_sysctls[] = {
 	{ "handshake_timeout_ms", 100, 60000, 3000 },
 	{ "rdma_ack_timeout", 12, 24, 17 },
+	{ "rbuf_default", 16384, 8388608, 65536 },
 };
 
 static int num_read(const char *path)

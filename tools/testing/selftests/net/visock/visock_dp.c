@@ -23,6 +23,8 @@
  * parallel64		64 connections at once, all in RDMA mode
  * epoll_wakeups	edge-triggered epoll: no lost EPOLLIN wake-up over
  *			1000 small writes, EPOLLOUT after the ring was full
+ * ring_sizes		ring sizes are the size classes of SO_RCVBUF or of
+ *			net.visock.rbuf_default
  *
  * No test checks how long anything takes; every wait is bounded.
  */
@@ -41,6 +43,8 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <netinet/in.h>
 
 #include <linux/visock.h>
 
@@ -1156,6 +1160,111 @@ static void epoll_wakeups(struct vt_ctx *c)
 
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
+/* ---- ring_sizes ---- */
+
+#define RBUF_DEFAULT_PATH	"/proc/sys/net/visock/rbuf_default"
+#define RS_LEN			(3 * MiB)
+
+static long long rs_orig_default = -1;
+
+static int write_ll(const char *path, long long val)
+{
+	char buf[32];
+	int fd, ret = 0;
+
+	snprintf(buf, sizeof(buf), "%lld\n", val);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, buf, strlen(buf)) != (ssize_t)strlen(buf))
+		ret = -1;
+	close(fd);
+	return ret;
+}
+
+static void rs_cleanup(const struct vt_ctx *c)
+{
+	(void)c;
+	if (rs_orig_default >= 0)
+		write_ll(RBUF_DEFAULT_PATH, rs_orig_default);
+}
+
+static void expect_rings(int fd, const char *what, unsigned int mine,
+			 unsigned int peer)
+{
+	struct visock_info vi;
+
+	expect_rdma(fd, what, &vi);
+	vt_diag("%s: rings %u (ours) / %u (peer's)", what, vi.vi_rbuf_size,
+		vi.vi_peer_rbuf_size);
+	vt_assert(vi.vi_rbuf_size == mine && vi.vi_peer_rbuf_size == peer,
+		  "%s: rings %u/%u, expected %u/%u", what, vi.vi_rbuf_size,
+		  vi.vi_peer_rbuf_size, mine, peer);
+}
+
+/*
+ * Ring sizes follow the best-fitting size class: of SO_RCVBUF where the
+ * application set it (the value it passed), of net.visock.rbuf_default
+ * otherwise.  Client: SO_RCVBUF 10000 -> 16 KiB; server: SO_RCVBUF 100000
+ * -> 128 KiB; default 200000 on both -> 256 KiB.  Data crosses both.
+ */
+static void ring_sizes(struct vt_ctx *c)
+{
+	int fds[2], lfd, val, port;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	need_rdma(c);
+	rs_orig_default = read_ll(RBUF_DEFAULT_PATH);
+	vt_assert(rs_orig_default > 0, "%s: %s", RBUF_DEFAULT_PATH,
+		  strerror(errno));
+	vt_set_cleanup(rs_cleanup);
+	vt_assert(!write_ll(RBUF_DEFAULT_PATH, 200000), "writing %s: %s",
+		  RBUF_DEFAULT_PATH, strerror(errno));
+
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		fds[0] = su_connect(c, VT_FAMILY_VISOCK, false, port);
+		fds[1] = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+		su_setint(fds[1], SOL_SOCKET, SO_RCVBUF, 10000);
+		port = su_recv_port(c);
+		len = su_peer_addr(c, false, port, &ss);
+		vt_try(connect(fds[1], (struct sockaddr *)&ss, len),
+		       "connect");
+		expect_rings(fds[0], "default", 262144, 262144);
+		expect_rings(fds[1], "SO_RCVBUF", 16384, 131072);
+	} else {
+		struct sockaddr_in sin = { .sin_family = AF_INET };
+
+		/* One listener per ring size: SO_RCVBUF before listen(). */
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 4, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		fds[0] = su_accept(lfd, SOCK_CLOEXEC);
+		close(lfd);
+		lfd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+		su_setint(lfd, SOL_SOCKET, SO_REUSEADDR, 1);
+		su_setint(lfd, SOL_SOCKET, SO_RCVBUF, 100000);
+		val = su_getint(lfd, SOL_SOCKET, SO_RCVBUF);
+		vt_assert(val == 200000, "SO_RCVBUF reads %d, expected 200000",
+			  val);
+		vt_try(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), "bind");
+		vt_try(listen(lfd, 4), "listen");
+		su_send_port(c, lfd);
+		fds[1] = su_accept(lfd, SOCK_CLOEXEC);
+		close(lfd);
+		expect_rings(fds[0], "default", 262144, 262144);
+		expect_rings(fds[1], "SO_RCVBUF", 131072, 16384);
+	}
+	vt_sync(c, "xfer");
+	su_xfer(fds, 2, RS_LEN, 100 * 1000);
+	expect_rdma(fds[0], "default", NULL);
+	expect_rdma(fds[1], "SO_RCVBUF", NULL);
+	close(fds[0]);
+	close(fds[1]);
+	rs_cleanup(c);
+	rs_orig_default = -1;
+}
+
 static const struct vt_test tests[] = {
 	T(rdma_bytes, 240, "64 MiB each way go by RDMA, none by TCP"),
 	T(wrap_offsets, 120, "the stream crosses the ring end at many offsets"),
@@ -1164,6 +1273,7 @@ static const struct vt_test tests[] = {
 	T(close_abort, 60, "shutdown(SHUT_WR), close() in flight, SO_LINGER 0"),
 	T(parallel64, 180, "64 connections at once, 1 MiB each way"),
 	T(epoll_wakeups, 120, "edge-triggered epoll: no lost wake-up"),
+	T(ring_sizes, 120, "ring size classes from SO_RCVBUF and the sysctl"),
 };
 
 int main(int argc, char **argv)
