@@ -71,7 +71,6 @@ cp "$out/a/bench.txt" "$out/bench.txt"
 	echo "Emulated hosts: not a performance claim."
 	echo
 	"$T/bench/bench.sh" --table "$out/bench.txt"
-	grep '^NOTE ' "$out/bench.txt" || true
 } >"$out/table.txt"
 echo
 cat "$out/table.txt"

@@ -106,7 +106,7 @@ static int transact(struct nlreq *r, uint16_t *family_id)
 	}
 }
 
-static uint16_t family(const char *name)
+static uint16_t genl_family_id(const char *name)
 {
 	uint16_t id = 0;
 	struct nlreq r;
@@ -137,7 +137,7 @@ static void check(int err, const char *what)
 	printf("smc_setup: %s: ok\n", what);
 }
 
-static void usage(void)
+static void print_usage(void)
 {
 	fprintf(stderr,
 		"usage: smc_setup pnet PNETID ETHDEV IBDEV IBPORT\n"
@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 	struct nlreq r;
 
 	if (argc < 2)
-		usage();
+		print_usage();
 	nl_fd = socket(AF_NETLINK, SOCK_RAW, NETLINK_GENERIC);
 	if (nl_fd < 0 || bind(nl_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		perror("smc_setup: netlink socket");
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "pnet") && argc == 6) {
 		uint8_t port = atoi(argv[5]);
 
-		init_req(&r, family(SMCR_GENL_FAMILY_NAME), SMC_PNETID_ADD,
+		init_req(&r, genl_family_id(SMCR_GENL_FAMILY_NAME), SMC_PNETID_ADD,
 			 SMCR_GENL_FAMILY_VERSION);
 		add_attr(&r, SMC_PNETID_NAME, argv[2], strlen(argv[2]) + 1);
 		add_attr(&r, SMC_PNETID_ETHNAME, argv[3], strlen(argv[3]) + 1);
@@ -181,12 +181,12 @@ int main(int argc, char **argv)
 		memset(eid, ' ', EID_LEN);
 		memcpy(eid, argv[2], len);
 		eid[EID_LEN] = '\0';
-		init_req(&r, family(SMC_GENL_FAMILY_NAME), SMC_NETLINK_ADD_UEID,
+		init_req(&r, genl_family_id(SMC_GENL_FAMILY_NAME), SMC_NETLINK_ADD_UEID,
 			 SMC_GENL_FAMILY_VERSION);
 		add_attr(&r, SMC_NLA_EID_TABLE_ENTRY, eid, sizeof(eid));
 		check(transact(&r, NULL), "user EID");
 	} else {
-		usage();
+		print_usage();
 	}
 	close(nl_fd);
 	return 0;

@@ -47,10 +47,19 @@
 #endif
 #define SMCPROTO_SMC	0	/* SMC over IPv4 */
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+#ifndef __printf
+#define __printf(fmt, args)						\
+	__attribute__((							\
+		__format__(__printf__, fmt, args)))
+#endif
+
 #define BENCH_MAGIC	0x56534b42u	/* "VSKB" */
 #define OP_STREAM	1
 #define OP_PINGPONG	2
-#define MAX_MSG		(1 << 20)
+#define MAX_MSG		(1024 * 1024)
 
 enum family { FAM_INET, FAM_VISOCK, FAM_SMC };
 
@@ -90,8 +99,7 @@ static const char * const mode_names[] = {
 	[VISOCK_MODE_RDMA] = "RDMA", [VISOCK_MODE_TCP] = "TCP",
 };
 
-static void __attribute__((format(printf, 1, 2), noreturn))
-die(const char *fmt, ...)
+static __printf(1, 2) void die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -214,7 +222,7 @@ static void visock_evidence(int fd, const struct vcounters *before,
 	if (getsockopt(fd, SOL_VISOCK, VISOCK_INFO, &vi, &vlen) < 0) {
 		off = snprintf(buf, len, " mode=unknown info_error=%d", errno);
 	} else {
-		if (vi.vi_mode < sizeof(mode_names) / sizeof(mode_names[0]))
+		if (vi.vi_mode < ARRAY_SIZE(mode_names))
 			mode = mode_names[vi.vi_mode];
 		off = snprintf(buf, len,
 			       " mode=%s fallback_reason=%u qpn=%u peer_qpn=%u conn_rdma_sent=%llu conn_rdma_rcvd=%llu conn_tcp_sent=%llu conn_tcp_rcvd=%llu",
@@ -378,9 +386,10 @@ static void client_stream(const struct opts *o)
 
 	secs = (t1 - t0) / 1e6;
 	mbps = sent / secs / 1e6;
-	printf("RESULT label=%s family=%s test=stream write_size=%u bytes=%llu secs=%.3f MBps=%.2f Gbps=%.4f%s\n",
-	       o->label, fam_names[o->fam], o->wsize, sent, secs, mbps,
-	       mbps * 8 / 1000, ev);
+	printf("RESULT label=%s family=%s test=stream write_size=%u",
+	       o->label, fam_names[o->fam], o->wsize);
+	printf(" bytes=%llu secs=%.3f MBps=%.2f Gbps=%.4f%s\n",
+	       sent, secs, mbps, mbps * 8 / 1000, ev);
 	printf("%-8s stream   %u B writes: %llu bytes in %.2f s = %.2f MB/s (%.3f Gbit/s)\n",
 	       o->label, o->wsize, sent, secs, mbps, mbps * 8 / 1000);
 	fflush(stdout);
@@ -433,8 +442,11 @@ static void client_pingpong(const struct opts *o)
 	median = n % 2 ? rtt[n / 2] : (rtt[n / 2 - 1] + rtt[n / 2]) / 2;
 	p99 = rtt[(size_t)((n - 1) * 0.99)];
 	mean = sum / n;
-	printf("RESULT label=%s family=%s test=pingpong msg_size=%u rounds=%u warmup=%u rtt_median_us=%.1f rtt_p99_us=%.1f rtt_mean_us=%.1f rtt_min_us=%.1f rtt_max_us=%.1f%s\n",
-	       o->label, fam_names[o->fam], o->msg, n, o->warmup, median, p99,
+	printf("RESULT label=%s family=%s test=pingpong msg_size=%u",
+	       o->label, fam_names[o->fam], o->msg);
+	printf(" rounds=%u warmup=%u rtt_median_us=%.1f rtt_p99_us=%.1f",
+	       n, o->warmup, median, p99);
+	printf(" rtt_mean_us=%.1f rtt_min_us=%.1f rtt_max_us=%.1f%s\n",
 	       mean, rtt[0], rtt[n - 1], ev);
 	printf("%-8s pingpong %u B x %u: RTT median %.1f us, p99 %.1f us, mean %.1f us\n",
 	       o->label, o->msg, n, median, p99, mean);
@@ -444,7 +456,7 @@ static void client_pingpong(const struct opts *o)
 
 /* ------------------------------------------------------------------ main */
 
-static void usage(int rc)
+static void print_usage(int rc)
 {
 	fprintf(rc ? stderr : stdout,
 		"usage: visock_bench server [-f visock|inet|smc] [-p PORT] [-n CONNS] [-T SECS]\n"
@@ -484,15 +496,15 @@ int main(int argc, char **argv)
 	int c;
 
 	if (argc < 2)
-		usage(2);
+		print_usage(2);
 	if (!strcmp(argv[1], "server"))
 		server = true;
 	else if (!strcmp(argv[1], "client"))
 		server = false;
 	else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
-		usage(0);
+		print_usage(0);
 	else
-		usage(2);
+		print_usage(2);
 	optind = 2;
 
 	while ((c = getopt(argc, argv, "f:c:p:n:t:w:r:W:m:T:l:SPh")) != -1) {
@@ -552,14 +564,14 @@ int main(int argc, char **argv)
 			do_stream = false;
 			break;
 		case 'h':
-			usage(0);
+			print_usage(0);
 			break;
 		default:
-			usage(2);
+			print_usage(2);
 		}
 	}
 	if (optind != argc)
-		usage(2);
+		print_usage(2);
 	if (!o.label)
 		o.label = fam_names[o.fam];
 
