@@ -3,7 +3,8 @@
 #
 # bench.sh - guest half of "make bench": stream throughput and 64 B
 # ping-pong round-trip time for TCP, visock, raw verbs (perftest's
-# ib_write_bw / ib_write_lat) and in-kernel SMC-R, side by side.
+# ib_write_bw / ib_write_lat, and ib_send_bw / ib_send_lat with completion
+# events) and in-kernel SMC-R, side by side.
 #
 #   bench.sh [BENCH_X=V...]  run in both guests of the two-host bed
 #                            (VISOCK_HOST=a: clients, b: servers)
@@ -19,7 +20,9 @@
 #   BENCH_ROUNDS      timed ping-pong round trips [2000]
 #   BENCH_WARMUP      warm-up round trips [200]
 #   BENCH_MSG         ping-pong message size, bytes [64]
-#   BENCH_ONLY        space-separated subset of "tcp visock verbs smc"
+#   BENCH_IB_ITERS    ib_send_bw -e messages (no duration mode) [1000]
+#   BENCH_ONLY        space-separated subset of
+#                     "tcp visock verbs verbs-ev smc" [all]
 #   BENCH_IBDEV       RDMA device [rxe0]
 #   BENCH_GID_INDEX   perftest -x GID index [perftest's choice]
 #   BENCH_SMC_EID     SMC-Rv2 user-defined EID [VISOCK-BENCH]
@@ -59,12 +62,16 @@ table() {
 		if (p != "")
 			pk[l] += p + kv($0, "rxe_rcvd_pkts")
 		m = kv($0, "mode")
+		tl = kv($0, "tool")
+		if (tl != "")
+			tools[l] = tools[l] (tools[l] == "" ? "" : " + ") tl
 		if (m != "" && index("/" mode[l] "/", "/" m "/") == 0)
 			mode[l] = mode[l] (mode[l] == "" ? "" : "/") m
 		r = kv($0, "ns_rdma_sent") + kv($0, "ns_rdma_rcvd")
 		c = kv($0, "ns_tcp_sent") + kv($0, "ns_tcp_rcvd")
 		if (kv($0, "ns_rdma_sent") != "") { rb[l] += r; tb[l] += c }
 		n = kv($0, "note")
+		gsub(/_/, " ", n)
 		if (n != "")
 			note[l] = n
 		next
@@ -86,15 +93,16 @@ table() {
 				continue
 			}
 			nt = ""
+			if (l in tools)
+				nt = tools[l]
 			if (l in mode)
-				nt = "mode " mode[l]
+				nt = nt (nt == "" ? "" : ", ") "mode " mode[l]
 			if (l in rb)
 				nt = nt sprintf(", payload over RDMA %d B, over TCP %d B", rb[l], tb[l])
 			if (l in note)
 				nt = nt (nt == "" ? "" : ", ") note[l]
 			if (l in skip)
 				nt = nt (nt == "" ? "" : ", ") skip[l]
-			gsub(/_/, " ", nt)
 			printf "%-8s %11s %9s %12s %9s %9s %10s  %s\n", l, v(mbs[l]), \
 				v(gbs[l]), v(med[l]), v(p99[l]), v(mean[l]), \
 				(l in pk) ? pk[l] : "-", nt
@@ -116,7 +124,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${1:-}" = --usage ] || [ -z "${VISOCK_HOST:-}" ] || [ -z "${VISOCK_PEER_IP:-}" ]; then
-	sed -n '4,27s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,30s/^# \{0,1\}//p' "$0" >&2
 	echo "run inside the test bed (VISOCK_HOST, VISOCK_PEER_IP), e.g. via run-bench.sh" >&2
 	exit 2
 fi
@@ -130,7 +138,8 @@ WSIZE=${BENCH_WSIZE:-65536}
 ROUNDS=${BENCH_ROUNDS:-2000}
 WARMUP=${BENCH_WARMUP:-200}
 MSG=${BENCH_MSG:-64}
-ONLY=" ${BENCH_ONLY:-tcp visock verbs smc} "
+ONLY=" ${BENCH_ONLY:-tcp visock verbs verbs-ev smc} "
+IB_ITERS=${BENCH_IB_ITERS:-1000}
 IBDEV=${BENCH_IBDEV:-rxe0}
 EID=${BENCH_SMC_EID:-VISOCK-BENCH}
 CNT=/sys/class/infiniband/$IBDEV/ports/1/hw_counters
@@ -215,60 +224,64 @@ perf_client() { # OUTFILE PROGRAM ARGS...
 	return 1
 }
 
-verbs_bench() {
-	local bw=(ib_write_bw -d "$IBDEV" -i 1 "${GID[@]}" -s "$WSIZE" -D "$SECS" --report_gbits -p 18515)
-	local lat=(ib_write_lat -d "$IBDEV" -i 1 "${GID[@]}" -s "$MSG" -n "$ROUNDS" -p 18516)
-	local p0 p1 s0 r0 s1 r1 line g
+# perf_pair LABEL bw|lat PORT PROGRAM ARGS...: one perftest measurement
+# (server on b, client on a) as a RESULT line of LABEL.
+perf_pair() {
+	local label=$1 kind=$2 port=$3 tool=$4 log p0 p1 s0 r0 s1 r1 line extra=
+	shift 3
+	log=$VISOCK_RESULTS/$tool-$port.txt
+	sync_point "$label-$kind-start"
 	if [ "$VISOCK_HOST" = b ]; then
-		sync_point verbs-start
-		timeout 120 "${bw[@]}" >"$VISOCK_RESULTS/ib_write_bw.txt" 2>&1 ||
-			say "ib_write_bw server failed: $(tail -n 3 "$VISOCK_RESULTS/ib_write_bw.txt")"
-		sync_point verbs-bw-done
-		timeout 120 "${lat[@]}" >"$VISOCK_RESULTS/ib_write_lat.txt" 2>&1 ||
-			say "ib_write_lat server failed: $(tail -n 3 "$VISOCK_RESULTS/ib_write_lat.txt")"
-		sync_point verbs-done
-		return
+		timeout 120 "$@" -p "$port" >"$log" 2>&1 ||
+			say "$tool server failed: $(tail -n 3 "$log" | tr '\n' ' ')"
+		sync_point "$label-$kind-done"
+		return 0
 	fi
-	sync_point verbs-start
 	p0=$(pkts)
-	if perf_client "$VISOCK_RESULTS/ib_write_bw.txt" "${bw[@]}"; then
+	if perf_client "$log" "$@" -p "$port"; then
 		p1=$(pkts)
 		read -r s0 r0 <<<"$p0"
 		read -r s1 r1 <<<"$p1"
-		# "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]"
-		line=$(awk -v s="$WSIZE" '$1 == s && NF >= 5 { print $4; exit }' \
-			"$VISOCK_RESULTS/ib_write_bw.txt")
-		if [ -n "$line" ]; then
-			g=$(awk -v g="$line" 'BEGIN { printf "MBps=%.2f Gbps=%.4f", g * 125, g }')
-			result "RESULT label=verbs family=verbs test=stream write_size=$WSIZE secs=$SECS $g rxe_sent_pkts=$((s1 - s0)) rxe_rcvd_pkts=$((r1 - r0)) tool=ib_write_bw"
+		if [ "$kind" = bw ]; then
+			# "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]"
+			line=$(awk -v s="$WSIZE" '$1 == s && NF >= 5 {
+				printf "test=stream write_size=%d MBps=%.2f Gbps=%.4f", s, $4 * 125, $4; exit }' "$log")
 		else
-			result "NOTE verbs: ib_write_bw: not measured: no result line: $(tail -n 2 "$VISOCK_RESULTS/ib_write_bw.txt" | tr '\n' ' ')"
+			extra=" note=RTT_=_2_x_one-way"
+			# "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%",
+			# one-way latencies (half the round trip): doubled here.
+			line=$(awk -v s="$MSG" '$1 == s && NF >= 8 {
+				printf "test=pingpong msg_size=%d rtt_median_us=%.1f rtt_p99_us=%.1f rtt_mean_us=%.1f rtt_min_us=%.1f oneway_typical_us=%s",
+					s, 2 * $5, 2 * $8, 2 * $6, 2 * $3, $5; exit }' "$log")
+		fi
+		if [ -n "$line" ]; then
+			result "RESULT label=$label family=verbs $line rxe_sent_pkts=$((s1 - s0)) rxe_rcvd_pkts=$((r1 - r0)) tool=$tool$extra"
+		else
+			result "NOTE $label: $tool: not measured: no result line: $(tail -n 2 "$log" | tr '\n' ' ')"
 		fi
 	else
-		result "NOTE verbs: ib_write_bw: not measured: $(tail -n 2 "$VISOCK_RESULTS/ib_write_bw.txt" | tr '\n' ' ')"
+		result "NOTE $label: $tool: not measured: $(tail -n 2 "$log" | tr '\n' ' ')"
 	fi
-	cat "$VISOCK_RESULTS/ib_write_bw.txt"
-	sync_point verbs-bw-done
-	p0=$(pkts)
-	if perf_client "$VISOCK_RESULTS/ib_write_lat.txt" "${lat[@]}"; then
-		p1=$(pkts)
-		read -r s0 r0 <<<"$p0"
-		read -r s1 r1 <<<"$p1"
-		# "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%",
-		# one-way latencies (half the round trip): doubled here.
-		line=$(awk -v s="$MSG" '$1 == s && NF >= 8 {
-			printf "rtt_median_us=%.1f rtt_p99_us=%.1f rtt_mean_us=%.1f rtt_min_us=%.1f oneway_typical_us=%s",
-				2 * $5, 2 * $8, 2 * $6, 2 * $3, $5; exit }' "$VISOCK_RESULTS/ib_write_lat.txt")
-		if [ -n "$line" ]; then
-			result "RESULT label=verbs family=verbs test=pingpong msg_size=$MSG rounds=$ROUNDS $line rxe_sent_pkts=$((s1 - s0)) rxe_rcvd_pkts=$((r1 - r0)) tool=ib_write_lat note=RTT_=_2_x_one-way"
-		else
-			result "NOTE verbs: ib_write_lat: not measured: no result line: $(tail -n 2 "$VISOCK_RESULTS/ib_write_lat.txt" | tr '\n' ' ')"
-		fi
-	else
-		result "NOTE verbs: ib_write_lat: not measured: $(tail -n 2 "$VISOCK_RESULTS/ib_write_lat.txt" | tr '\n' ' ')"
-	fi
-	cat "$VISOCK_RESULTS/ib_write_lat.txt"
-	sync_point verbs-done
+	cat "$log"
+	sync_point "$label-$kind-done"
+}
+
+# Raw verbs as perftest does them by default: RDMA WRITE, busy polling.
+verbs_bench() {
+	perf_pair verbs bw 18515 ib_write_bw -d "$IBDEV" -i 1 "${GID[@]}" \
+		-s "$WSIZE" -D "$SECS" --report_gbits
+	perf_pair verbs lat 18516 ib_write_lat -d "$IBDEV" -i 1 "${GID[@]}" \
+		-s "$MSG" -n "$ROUNDS"
+}
+
+# Raw verbs waiting for completion events instead of busy polling (SEND,
+# since perftest has no events for WRITE).  On a 1-vCPU guest a polling
+# process competes with Soft-RoCE's own kernel work, which events avoid.
+verbs_ev_bench() {
+	perf_pair verbs-ev bw 18517 ib_send_bw -d "$IBDEV" -i 1 "${GID[@]}" \
+		-s "$WSIZE" -n "$IB_ITERS" -e --report_gbits
+	perf_pair verbs-ev lat 18518 ib_send_lat -d "$IBDEV" -i 1 "${GID[@]}" \
+		-s "$MSG" -n "$ROUNDS" -e
 }
 
 # SMC-R on Soft-RoCE needs SMC-Rv2: a pnet entry eth0 <-> rxe0 and the
@@ -345,6 +358,10 @@ fi
 if wanted verbs; then
 	say "raw verbs (ib_write_bw, ib_write_lat)"
 	verbs_bench
+fi
+if wanted verbs-ev; then
+	say "raw verbs with completion events (ib_send_bw -e, ib_send_lat -e)"
+	verbs_ev_bench
 fi
 if wanted smc; then
 	say "SMC-R"
