@@ -63,7 +63,11 @@ table() {
 			pk[l] += p + kv($0, "rxe_rcvd_pkts")
 		m = kv($0, "mode")
 		tl = kv($0, "tool")
-		if (tl != "")
+		f = kv($0, "family")
+		if (tl == "" && f == "inet") tl = "AF_INET"
+		if (tl == "" && f == "visock") tl = "AF_VISOCK"
+		if (tl == "" && f == "smc") tl = "AF_SMC (SMC-Rv2)"
+		if (tl != "" && index(" + " tools[l] " + ", " + " tl " + ") == 0)
 			tools[l] = tools[l] (tools[l] == "" ? "" : " + ") tl
 		if (m != "" && index("/" mode[l] "/", "/" m "/") == 0)
 			mode[l] = mode[l] (mode[l] == "" ? "" : "/") m

@@ -3,7 +3,8 @@
 #
 # run-bench.sh - host side of "make bench": boots the two-host QEMU +
 # Soft-RoCE bed (tools/testing/vm/vm.sh), runs bench.sh in both guests and
-# prints the side-by-side table of TCP, visock, raw verbs and SMC-R.
+# prints the side-by-side table of TCP, visock, raw verbs (perftest) and
+# SMC-R.
 #
 #   run-bench.sh [-h]
 #
@@ -14,7 +15,8 @@
 #   BENCH_TIMEOUT       seconds before the bed is killed (default 900)
 #   BENCH_*             passed on to bench.sh (BENCH_SECS, BENCH_ROUNDS,
 #                       BENCH_WARMUP, BENCH_MSG, BENCH_WSIZE, BENCH_ONLY,
-#                       BENCH_IBDEV, BENCH_GID_INDEX, BENCH_SMC_EID; see there)
+#                       BENCH_IB_ITERS, BENCH_IBDEV, BENCH_GID_INDEX,
+#                       BENCH_SMC_EID; see bench.sh)
 #
 # Results: build/bench/<UTC time>-<kernel release>/ holds bench.txt (the
 # RESULT lines), table.txt and both guests' logs.  A benchmark, not a
@@ -28,9 +30,9 @@ KERNEL=${KERNEL:-6.12}
 export VISOCK_VM_INSTANCE=${VISOCK_VM_INSTANCE:-8}
 
 case ${1:-} in
--h|--help) sed -n '4,22s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h|--help) sed -n '4,24s/^# \{0,1\}//p' "$0"; exit 0 ;;
 '') ;;
-*) sed -n '4,22s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+*) sed -n '4,24s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac
 
 "$T/vm/vm.sh" prepare --kernel "$KERNEL"
@@ -67,7 +69,8 @@ cp "$out/a/bench.txt" "$out/bench.txt"
 	echo "visock benchmark, $(date -u +%Y-%m-%d) UTC, kernel $kver,"
 	echo "two QEMU TCG guests (1 vCPU each) on $(nproc) host cores, Soft-RoCE (rxe)."
 	echo "Stream: $(sed -n 's/.*write_size=\([0-9]*\).*/\1/p;q' "$out/bench.txt") B writes;" \
-		"RTT: 64 B ping-pong (raw verbs: 2 x ib_write_lat one-way)."
+		"RTT: $(sed -n 's/.*msg_size=\([0-9]*\).*/\1/p;q' "$out/bench.txt") B ping-pong" \
+		"(raw verbs: 2 x perftest's one-way latency)."
 	echo "Emulated hosts: not a performance claim."
 	echo
 	"$T/bench/bench.sh" --table "$out/bench.txt"
