@@ -247,9 +247,11 @@ perf_pair() {
 		read -r s0 r0 <<<"$p0"
 		read -r s1 r1 <<<"$p1"
 		if [ "$kind" = bw ]; then
-			# "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]"
+			# "#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]",
+			# perftest's MB being 2^20 bytes.
 			line=$(awk -v s="$WSIZE" '$1 == s && NF >= 5 {
-				printf "test=stream write_size=%d MBps=%.2f Gbps=%.4f", s, $4 * 125, $4; exit }' "$log")
+				m = $4 * 1.048576
+				printf "test=stream write_size=%d MBps=%.2f Gbps=%.4f", s, m, m * 8 / 1000; exit }' "$log")
 		else
 			extra=" note=RTT_=_2_x_one-way"
 			# "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%",
@@ -273,7 +275,7 @@ perf_pair() {
 # Raw verbs as perftest does them by default: RDMA WRITE, busy polling.
 verbs_bench() {
 	perf_pair verbs bw 18515 ib_write_bw -d "$IBDEV" -i 1 "${GID[@]}" \
-		-s "$WSIZE" -D "$SECS" --report_gbits
+		-s "$WSIZE" -D "$SECS"
 	perf_pair verbs lat 18516 ib_write_lat -d "$IBDEV" -i 1 "${GID[@]}" \
 		-s "$MSG" -n "$ROUNDS"
 }
@@ -283,7 +285,7 @@ verbs_bench() {
 # process competes with Soft-RoCE's own kernel work, which events avoid.
 verbs_ev_bench() {
 	perf_pair verbs-ev bw 18517 ib_send_bw -d "$IBDEV" -i 1 "${GID[@]}" \
-		-s "$WSIZE" -n "$IB_ITERS" -e --report_gbits
+		-s "$WSIZE" -n "$IB_ITERS" -e
 	perf_pair verbs-ev lat 18518 ib_send_lat -d "$IBDEV" -i 1 "${GID[@]}" \
 		-s "$MSG" -n "$ROUNDS" -e
 }
