@@ -26,6 +26,7 @@
 #   BENCH_IBDEV       RDMA device [rxe0]
 #   BENCH_GID_INDEX   perftest -x GID index [perftest's choice]
 #   BENCH_SMC_EID     SMC-Rv2 user-defined EID [VISOCK-BENCH]
+#   BENCH_SYNC_TIMEOUT  seconds to wait for the other host at each step [600]
 #
 # Client results go to $VISOCK_RESULTS/bench.txt on host a.
 set -euo pipefail
@@ -128,7 +129,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${1:-}" = --usage ] || [ -z "${VISOCK_HOST:-}" ] || [ -z "${VISOCK_PEER_IP:-}" ]; then
-	sed -n '4,30s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,31s/^# \{0,1\}//p' "$0" >&2
 	echo "run inside the test bed (VISOCK_HOST, VISOCK_PEER_IP), e.g. via run-bench.sh" >&2
 	exit 2
 fi
@@ -144,6 +145,7 @@ WARMUP=${BENCH_WARMUP:-200}
 MSG=${BENCH_MSG:-64}
 ONLY=" ${BENCH_ONLY:-tcp visock verbs verbs-ev smc} "
 IB_ITERS=${BENCH_IB_ITERS:-1000}
+SYNC_TIMEOUT=${BENCH_SYNC_TIMEOUT:-600}
 IBDEV=${BENCH_IBDEV:-rxe0}
 EID=${BENCH_SMC_EID:-VISOCK-BENCH}
 CNT=/sys/class/infiniband/$IBDEV/ports/1/hw_counters
@@ -163,7 +165,7 @@ sync_point() {
 	local mine=$VISOCK_RESULTS/sync.$1 theirs=$VISOCK_PEER_RESULTS/sync.$1 _
 	echo "${2:-ok}" >"$mine.tmp"
 	mv "$mine.tmp" "$mine"
-	for _ in $(seq 1200); do
+	for _ in $(seq $((SYNC_TIMEOUT * 10))); do
 		if [ -s "$theirs" ]; then
 			PEER_STATUS=$(cat "$theirs")
 			return 0
@@ -180,7 +182,7 @@ client_run() {
 	local label=$1 p0 p1 s0 r0 s1 r1 line
 	shift
 	p0=$(pkts)
-	"$BENCH" client -c "$VISOCK_PEER_IP" -l "$label" -T 180 "$@" \
+	"$BENCH" client -c "$VISOCK_PEER_IP" -l "$label" -T "$((${SECS%.*} + SYNC_TIMEOUT))" "$@" \
 		>"$VISOCK_RESULTS/client.out" || return $?
 	p1=$(pkts)
 	read -r s0 r0 <<<"$p0"
@@ -197,12 +199,14 @@ client_run() {
 sock_bench() {
 	local label=$1 fam=$2 port=$3 srv
 	if [ "$VISOCK_HOST" = b ]; then
-		"$BENCH" server -f "$fam" -p "$port" -n 2 -T 240 &
+		"$BENCH" server -f "$fam" -p "$port" -n 2 -T "$((2 * SYNC_TIMEOUT))" &
 		srv=$!
 		sleep 0.5
 		sync_point "$label-listen"
-		wait "$srv" || say "$label server failed (rc $?)"
+		# The client is done: a server still waiting has lost its client.
 		sync_point "$label-done"
+		kill "$srv" 2>/dev/null || true
+		wait "$srv" 2>/dev/null || true
 	else
 		sync_point "$label-listen"
 		client_run "$label" -f "$fam" -p "$port" -S -t "$SECS" -w "$WSIZE" ||
