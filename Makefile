@@ -6,6 +6,7 @@
 #   make KDIR=<build dir>     ... or for another kernel's headers
 #   make check                the whole test suite (see README)
 #   make demo                 two emulated hosts talking over visock
+#   make bench                TCP/visock/verbs/SMC-R numbers on the emulated hosts
 #   make install              install the module and the tools
 #
 # Inner-loop targets: modules-testbed, checkpatch, kunit, vm-test,
@@ -44,6 +45,7 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
 	$(MAKE) -C $(TESTING)/selftests/net/visock clean
 	$(MAKE) -C tools/visock clean
+	$(MAKE) -C $(TESTING)/bench clean
 	rm -rf build
 
 # Build visock.ko for both test-bed kernels (6.1 and 6.12) in build/<kver>,
@@ -72,3 +74,9 @@ check:
 
 demo:
 	$(TESTING)/demo.sh
+
+# Benchmark (not a test, not part of check): TCP, visock, raw verbs and
+# SMC-R side by side on the emulated hosts.  KERNEL=6.1|6.12 (default 6.12).
+bench: modules-testbed
+	$(MAKE) -C $(TESTING)/bench
+	KERNEL=$(or $(KERNEL),6.12) $(TESTING)/bench/run-bench.sh
