@@ -21,6 +21,7 @@
 #   BENCH_WARMUP      warm-up round trips [200]
 #   BENCH_MSG         ping-pong message size, bytes [64]
 #   BENCH_IB_ITERS    ib_send_bw -e messages (no duration mode) [1000]
+#   BENCH_RBUF        visock receive ring, net.visock.rbuf_default [1048576]
 #   BENCH_ONLY        space-separated subset of
 #                     "tcp visock verbs verbs-ev smc" [all]
 #   BENCH_IBDEV       RDMA device [rxe0]
@@ -145,6 +146,7 @@ WARMUP=${BENCH_WARMUP:-200}
 MSG=${BENCH_MSG:-64}
 ONLY=" ${BENCH_ONLY:-tcp visock verbs verbs-ev smc} "
 IB_ITERS=${BENCH_IB_ITERS:-1000}
+RBUF=${BENCH_RBUF:-1048576}
 SYNC_TIMEOUT=${BENCH_SYNC_TIMEOUT:-600}
 IBDEV=${BENCH_IBDEV:-rxe0}
 EID=${BENCH_SMC_EID:-VISOCK-BENCH}
@@ -339,6 +341,8 @@ visock_bench() {
 	modprobe ib_core
 	insmod "$VISOCK_SRC/build/$KVER/visock.ko"
 	sysctl -qw net.visock.enable=1
+	sysctl -qw net.visock.rbuf_default="$RBUF"
+	say "visock receive rings: $(sysctl -n net.visock.rbuf_default) bytes"
 	sock_bench visock visock 5302
 	if [ "$VISOCK_HOST" = a ]; then
 		say "/proc/net/visock after the visock runs (zero fallback counters left out)"
