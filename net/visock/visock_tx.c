@@ -402,13 +402,14 @@ static void visock_tx_reset(struct visock_sock *vsk)
  * data path failed: the TCP reset tells a peer that waits for us), or
  * announces done_writing and closed after the last byte.  With SO_LINGER
  * and a timeout, waits up to that long for everything to complete and
- * resets the connection if it did not.  Otherwise, if requests are still
- * outstanding, hands the rest to visock_tx_close_work() with a socket
- * reference.
+ * resets the connection if it did not.  Then hands the rest - waiting for
+ * outstanding requests (graceful close without SO_LINGER), destroying the
+ * link and closing the internal TCP socket - to visock_tx_close_work()
+ * with a socket reference, so that close() never waits for the device.
  *
  * Context: process context, from visock_release(), no lock held.
- * Return: true if the close work now owns the teardown of the link and
- * the internal TCP socket; false if the caller destroys both now.
+ * Return: true: the close work now owns the teardown of the link and
+ * the internal TCP socket.
  */
 bool visock_tx_close(struct visock_sock *vsk)
 {
@@ -430,20 +431,21 @@ bool visock_tx_close(struct visock_sock *vsk)
 	spin_unlock_bh(&dp->lock);
 	visock_dp_wake(dp, wake);
 
+	dp->close_deadline = jiffies + VISOCK_CLOSE_TIMEOUT;
 	if (reset) {
 		visock_tx_reset(vsk);
-		return false;
-	}
-	if (sock_flag(sk, SOCK_LINGER)) {
+		dp->close_deadline = jiffies;
+	} else if (sock_flag(sk, SOCK_LINGER)) {
 		wait_event_timeout(dp->close_wq, visock_tx_close_done(dp),
 				   READ_ONCE(sk->sk_lingertime));
 		if (!visock_tx_close_done(dp))
 			visock_tx_reset(vsk);
-		return false;
+		dp->close_deadline = jiffies;
 	}
-	if (visock_tx_close_done(dp))
-		return false;
-	dp->close_deadline = jiffies + VISOCK_CLOSE_TIMEOUT;
+	/*
+	 * Draining and destroying the queue pair waits for the device; a
+	 * stuck one must not keep close() from returning.
+	 */
 	sock_hold(sk);
 	queue_work(visock_wq, &dp->close_work);
 	return true;
