@@ -400,6 +400,52 @@ static int visock_rbuf_create(struct visock_link *l, u32 size,
 	return 0;
 }
 
+/*
+ * Hand @len bytes at ring offset @off (not wrapping) to the CPU or to the
+ * device.  The mapped segments cover the ring in order.  A no-op on
+ * coherent devices and on software ones (Soft-RoCE); it matters with
+ * bounce buffers (swiotlb) and on non-coherent platforms.
+ */
+static void visock_rbuf_sync(struct ib_device *dev, struct visock_rbuf *rb,
+			     u32 off, u32 len, bool for_cpu)
+{
+	struct scatterlist *sg;
+	u32 start = 0, end = off + len, a, b;
+	unsigned int i;
+
+	for_each_sg(rb->sgt.sgl, sg, rb->dma_nents, i) {
+		u32 slen = sg_dma_len(sg);
+
+		if (off < start + slen && end > start) {
+			a = max(off, start);
+			b = min(end, start + slen);
+			if (for_cpu)
+				ib_dma_sync_single_for_cpu(dev,
+							   sg_dma_address(sg) + (a - start),
+							   b - a, rb->dir);
+			else
+				ib_dma_sync_single_for_device(dev,
+							      sg_dma_address(sg) + (a - start),
+							      b - a, rb->dir);
+		}
+		start += slen;
+		if (start >= end)
+			break;
+	}
+}
+
+/* As visock_rbuf_sync(), for a range that may wrap at the end. */
+static void visock_rbuf_sync_wrap(struct ib_device *dev,
+				  struct visock_rbuf *rb, u32 off, u32 len,
+				  bool for_cpu)
+{
+	u32 part = min(len, rb->size - off);
+
+	visock_rbuf_sync(dev, rb, off, part, for_cpu);
+	if (part < len)
+		visock_rbuf_sync(dev, rb, 0, len - part, for_cpu);
+}
+
 /* Release the ring's verbs resources; the memory stays. */
 static void visock_rbuf_release_dma(struct visock_link *l,
 				    struct visock_rbuf *rb)
@@ -1242,6 +1288,25 @@ void *visock_link_rbuf(const struct visock_link *l)
 }
 
 /**
+ * visock_link_rbuf_sync_for_cpu() - make received bytes visible to the CPU
+ * @l: the link
+ * @off: ring offset of the bytes the peer just wrote
+ * @len: their number (the range may wrap at the end of the ring)
+ *
+ * Call from the receive completion that announced the bytes, before they
+ * are read.
+ *
+ * Context: the link's completion handler (softirq): the ring is mapped
+ * until the QP is drained, which waits for the handler.
+ */
+void visock_link_rbuf_sync_for_cpu(struct visock_link *l, u32 off, u32 len)
+{
+	if (l->rbuf && l->rbuf->dma_nents && off < l->rbuf->size &&
+	    len <= l->rbuf->size)
+		visock_rbuf_sync_wrap(l->ibdev, l->rbuf, off, len, true);
+}
+
+/**
  * visock_link_rbuf_size() - size of our receive ring
  * @l: the link
  *
@@ -1496,6 +1561,8 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 
 	spin_lock_bh(&l->post_lock);
 	if (l->can_post) {
+		/* The CPU wrote these bytes; the device reads them. */
+		visock_rbuf_sync_wrap(l->ibdev, l->sbuf, off, len, false);
 		for (i = 0; i < n; i++) {
 			sge[i].addr += l->sbuf->iova;
 			sge[i].lkey = l->sbuf->mr->lkey;

@@ -85,6 +85,7 @@ void visock_link_get_stats(const struct visock_link *l,
 
 u32 visock_link_qpn(const struct visock_link *l);
 void *visock_link_rbuf(const struct visock_link *l);
+void visock_link_rbuf_sync_for_cpu(struct visock_link *l, u32 off, u32 len);
 u32 visock_link_rbuf_size(const struct visock_link *l);
 u64 visock_link_peer_rbuf_addr(const struct visock_link *l);
 u32 visock_link_peer_rbuf_rkey(const struct visock_link *l);

@@ -89,6 +89,7 @@ static void visock_rx_data_locked(struct visock_dp *dp, u32 imm,
 		goto bad;
 	if (dp->credits + credits > VISOCK_LINK_RQ_DEPTH)
 		goto bad;
+	visock_link_rbuf_sync_for_cpu(dp->link, dp->rx_prod.count, bytes);
 	dp->rx_prod = next;
 	dp->credits += credits;
 	dp->bytes_rcvd += bytes;
