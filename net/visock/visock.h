@@ -59,6 +59,7 @@ struct visock_stats {
 	u64 tx_waits;
 	u64 tcp_bytes_sent;
 	u64 tcp_bytes_rcvd;
+	u64 failovers;
 };
 
 /**
@@ -232,6 +233,7 @@ extern const struct net_proto_family visock_family_ops;
 void visock_listen_kick(struct visock_sock *vsk);
 void visock_child_settled(struct visock_sock *child);
 void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state);
+void visock_rdma_tcp_event(struct visock_sock *vsk);
 
 /* visock_tcp.c */
 int visock_tcp_create(struct visock_sock *vsk, struct net *net);

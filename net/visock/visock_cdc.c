@@ -45,7 +45,7 @@ static void visock_rdma_link_dead(void *ctx)
 	unsigned int wake = 0;
 
 	spin_lock_bh(&dp->lock);
-	visock_dp_fail_locked(dp, ECONNRESET, false, "link died", 0, &wake);
+	visock_dp_link_failed_locked(dp, "link died", 0, &wake);
 	spin_unlock_bh(&dp->lock);
 	visock_dp_wake(dp, wake);
 }
@@ -82,6 +82,7 @@ int visock_rdma_prepare(struct visock_sock *vsk)
 	init_waitqueue_head(&dp->close_wq);
 	INIT_WORK(&dp->close_work, visock_tx_close_work);
 	INIT_DELAYED_WORK(&dp->fin_work, visock_rdma_fin_work);
+	INIT_DELAYED_WORK(&dp->fo_work, visock_fo_work);
 	dp->vsk = vsk;
 	dp->link = l;
 	dp->state = VISOCK_DP_LIVE;
@@ -133,21 +134,26 @@ void visock_rdma_destroy_link(struct visock_sock *vsk)
 		spin_lock_bh(&dp->lock);
 		dp->state = VISOCK_DP_STOPPED;
 		spin_unlock_bh(&dp->lock);
+		/* TCP's callbacks look at @dp under this lock. */
+		if (vsk->tcp) {
+			write_lock_bh(&vsk->tcp->sk->sk_callback_lock);
+			vsk->dp = NULL;
+			write_unlock_bh(&vsk->tcp->sk->sk_callback_lock);
+		} else {
+			vsk->dp = NULL;
+		}
+		/*
+		 * Nothing can queue them any more (stopped, and out of the
+		 * callbacks' reach); neither takes a socket lock.  The
+		 * failover work uses the rings, so it goes before the link.
+		 */
+		cancel_delayed_work_sync(&dp->fo_work);
+		cancel_delayed_work_sync(&dp->fin_work);
 	}
 	visock_link_destroy(vsk->link);
 	vsk->link = NULL;
 	if (!dp)
 		return;
-	/* The internal TCP socket's callbacks look at @dp under this lock. */
-	if (vsk->tcp) {
-		write_lock_bh(&vsk->tcp->sk->sk_callback_lock);
-		vsk->dp = NULL;
-		write_unlock_bh(&vsk->tcp->sk->sk_callback_lock);
-	} else {
-		vsk->dp = NULL;
-	}
-	/* Nothing can queue it any more; it takes no socket lock. */
-	cancel_delayed_work_sync(&dp->fin_work);
 	kfree(dp->slots);
 	kfree(dp);
 }
@@ -165,7 +171,8 @@ void visock_rdma_fin_work(struct work_struct *work)
 	unsigned int wake = 0;
 
 	spin_lock_bh(&dp->lock);
-	if (!dp->peer_closed)
+	/* Failed over, TCP's end is the end of the peer's stream. */
+	if (!dp->peer_closed && dp->state == VISOCK_DP_LIVE)
 		visock_dp_fail_locked(dp, ECONNRESET, false,
 				      "peer closed TCP without closing", 0,
 				      &wake);
@@ -192,7 +199,8 @@ void visock_rdma_tcp_closed(struct visock_sock *vsk)
 {
 	struct visock_dp *dp = vsk->dp;
 
-	if (dp && !READ_ONCE(dp->peer_closed))
+	if (dp && !READ_ONCE(dp->peer_closed) &&
+	    READ_ONCE(dp->state) == VISOCK_DP_LIVE)
 		queue_delayed_work(visock_wq, &dp->fin_work,
 				   VISOCK_DP_FIN_GRACE);
 }
@@ -214,11 +222,11 @@ void visock_rdma_tcp_closed(struct visock_sock *vsk)
 void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
 			   const char *why, int detail, unsigned int *wake)
 {
-	if (dp->state != VISOCK_DP_LIVE)
+	if (!visock_dp_alive(dp->state))
 		return;
 	net_info_ratelimited("visock: QP %u: connection reset: %s (%d)\n",
 			     visock_link_qpn(dp->link), why, detail);
-	if (tell_peer) {
+	if (tell_peer && dp->state == VISOCK_DP_LIVE) {
 		dp->abort = true;
 		dp->ctrl_pending = true;
 		visock_cdc_send_locked(dp, wake);
@@ -313,9 +321,9 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	if (err) {
 		dp->ctrl_pending = false;
 		if (!dp->abort)
-			visock_dp_fail_locked(dp, ECONNRESET, false,
-					      "posting a cursor message failed",
-					      err, wake);
+			visock_dp_link_failed_locked(dp,
+						     "posting a cursor message failed",
+						     err, wake);
 		return;
 	}
 	dp->tx_slot = (slot + 1) % VISOCK_LINK_SQ_DEPTH;
@@ -441,7 +449,7 @@ __poll_t visock_rdma_poll(struct visock_sock *vsk)
 	space = visock_tx_space_locked(dp);
 	peer_done = dp->peer_done;
 	peer_closed = dp->peer_closed;
-	dead = dp->state != VISOCK_DP_LIVE;
+	dead = !visock_dp_alive(dp->state);
 	min_space = max(dp->tx_size / 8, 1U);
 	spin_unlock_bh(&dp->lock);
 
@@ -532,5 +540,7 @@ void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info)
 	info->vi_tx_waits = dp->tx_waits;
 	info->vi_rdma_credits = dp->credits;
 	info->vi_rdma_state = dp->state;
+	if (dp->failovers)
+		info->vi_flags |= VISOCK_INFO_F_FAILOVER;
 	spin_unlock_bh(&dp->lock);
 }

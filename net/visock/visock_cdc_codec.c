@@ -144,3 +144,37 @@ void visock_imm_decode(u32 imm, u32 *bytes, u32 *credits)
 	*bytes = imm & VISOCK_IMM_LEN_MAX;
 	*credits = imm >> VISOCK_IMM_LEN_BITS;
 }
+
+/**
+ * visock_fo_encode() - build a failover message
+ * @rx_pos: stream bytes received over RDMA
+ * @buf: VISOCK_FO_LEN bytes
+ */
+void visock_fo_encode(u64 rx_pos, u8 *buf)
+{
+	memset(buf, 0, VISOCK_FO_LEN);
+	buf[0] = VISOCK_FO_TYPE;
+	buf[1] = VISOCK_FO_VERSION;
+	visock_put_be32(VISOCK_FO_MAGIC, buf + 4);
+	visock_put_be32(rx_pos >> 32, buf + 8);
+	visock_put_be32((u32)rx_pos, buf + 12);
+}
+
+/**
+ * visock_fo_decode() - parse a failover message
+ * @buf: received bytes
+ * @len: their number
+ * @rx_pos: stream bytes the peer received over RDMA
+ *
+ * Return: 0, or -EBADMSG if @buf is not exactly one well-formed message.
+ */
+int visock_fo_decode(const u8 *buf, unsigned int len, u64 *rx_pos)
+{
+	if (len != VISOCK_FO_LEN || buf[0] != VISOCK_FO_TYPE ||
+	    buf[1] != VISOCK_FO_VERSION || buf[2] || buf[3] ||
+	    visock_get_be32(buf + 4) != VISOCK_FO_MAGIC)
+		return -EBADMSG;
+	*rx_pos = (u64)visock_get_be32(buf + 8) << 32 |
+		  visock_get_be32(buf + 12);
+	return 0;
+}

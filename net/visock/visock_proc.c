@@ -59,6 +59,7 @@ static void visock_proc_show_stats(struct seq_file *seq,
 		sum.cdc_sent += READ_ONCE(s->cdc_sent);
 		sum.cdc_rcvd += READ_ONCE(s->cdc_rcvd);
 		sum.tx_waits += READ_ONCE(s->tx_waits);
+		sum.failovers += READ_ONCE(s->failovers);
 		sum.tcp_bytes_sent += READ_ONCE(s->tcp_bytes_sent);
 		sum.tcp_bytes_rcvd += READ_ONCE(s->tcp_bytes_rcvd);
 	}
@@ -69,6 +70,7 @@ static void visock_proc_show_stats(struct seq_file *seq,
 	seq_printf(seq, "cursor_msgs_sent %llu\n", sum.cdc_sent);
 	seq_printf(seq, "cursor_msgs_rcvd %llu\n", sum.cdc_rcvd);
 	seq_printf(seq, "tx_ring_full_waits %llu\n", sum.tx_waits);
+	seq_printf(seq, "rdma_failovers %llu\n", sum.failovers);
 	seq_printf(seq, "tcp_bytes_sent %llu\n", sum.tcp_bytes_sent);
 	seq_printf(seq, "tcp_bytes_rcvd %llu\n", sum.tcp_bytes_rcvd);
 }

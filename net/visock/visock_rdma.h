@@ -31,7 +31,19 @@ enum visock_dp_state {
 	VISOCK_DP_LIVE,		/* receive requests posted, data may flow */
 	VISOCK_DP_DEAD,		/* failed (@err set): no more posting */
 	VISOCK_DP_STOPPED,	/* being torn down: completions are ignored */
+	VISOCK_DP_FAILOVER,	/* link failed: positions go over TCP */
+	VISOCK_DP_TCP,		/* failed over: the rings move over TCP */
 };
+
+/* How long to wait for the peer's failover message. */
+#define VISOCK_FO_TIMEOUT	(5 * HZ)
+
+/* The connection still carries data (over RDMA or, failed over, TCP). */
+static inline bool visock_dp_alive(u8 state)
+{
+	return state == VISOCK_DP_LIVE || state == VISOCK_DP_FAILOVER ||
+	       state == VISOCK_DP_TCP;
+}
 
 /**
  * struct visock_rx_slot - one receive request of the connection
@@ -105,6 +117,18 @@ struct visock_rx_slot {
  * @fin_work: runs VISOCK_DP_FIN_GRACE after the internal TCP connection
  *	closed; resets the connection if the peer's closed flag has not
  *	arrived by then (cancelled by visock_rdma_destroy_link())
+ * @fo_work: failover to TCP (visock_failover.c): exchanges the positions
+ *	and then moves the rings over TCP; kicked by TCP's callbacks and by
+ *	visock_tx_push_locked() (cancelled by visock_rdma_destroy_link())
+ * @fo_deadline: jiffies by which the peer's failover message must be in
+ * @fo_msg: our failover message, then the peer's as it comes in
+ * @fo_sent: bytes of our failover message sent
+ * @fo_rcvd: bytes of the peer's failover message received
+ * @fo_tx_pos: stream position of the next byte to send over TCP
+ * @fo_tx_end: stream position just after the last byte written
+ *	(@tx_written as a 64-bit position)
+ * @fo_shut_sent: TCP's write side was shut down after the last byte
+ * @failovers: 1 once the connection failed over (for VISOCK_INFO)
  * @slots: the receive requests (constant)
  * @tx_cqe: completion handler of RDMA WRITEs (visock_tx_done())
  * @ctrl_cqe: completion handler of cursor messages (visock_tx_ctrl_done())
@@ -166,6 +190,16 @@ struct visock_dp {
 	unsigned long close_deadline;
 	struct delayed_work fin_work;
 
+	struct delayed_work fo_work;
+	unsigned long fo_deadline;
+	u8 fo_msg[VISOCK_FO_LEN];
+	u8 fo_sent;
+	u8 fo_rcvd;
+	u64 fo_tx_pos;
+	u64 fo_tx_end;
+	bool fo_shut_sent;
+	u8 failovers;
+
 	struct visock_rx_slot *slots;
 	struct ib_cqe tx_cqe;
 	struct ib_cqe ctrl_cqe;
@@ -205,6 +239,13 @@ int visock_tx_shutdown(struct visock_sock *vsk, int how);
 bool visock_tx_close(struct visock_sock *vsk);
 void visock_tx_close_work(struct work_struct *work);
 u32 visock_tx_space_locked(const struct visock_dp *dp);
+
+/* visock_failover.c */
+void visock_dp_link_failed_locked(struct visock_dp *dp, const char *why,
+				  int detail, unsigned int *wake);
+void visock_fo_kick(struct visock_dp *dp);
+void visock_fo_work(struct work_struct *work);
+void visock_rdma_tcp_event(struct visock_sock *vsk);
 
 /* visock_rx.c */
 void visock_rx_done(struct ib_cq *cq, struct ib_wc *wc);

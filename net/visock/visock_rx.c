@@ -130,8 +130,8 @@ void visock_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (dp->state != VISOCK_DP_LIVE)
 		goto out;
 	if (wc->status != IB_WC_SUCCESS) {
-		visock_dp_fail_locked(dp, ECONNRESET, false, "receive failed",
-				      wc->status, &wake);
+		visock_dp_link_failed_locked(dp, "receive failed", wc->status,
+					     &wake);
 		goto out;
 	}
 	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM &&
@@ -146,8 +146,7 @@ void visock_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		goto out;
 	err = visock_link_post_recv(dp->link, slot->idx, &slot->cqe);
 	if (err) {
-		visock_dp_fail_locked(dp, ECONNRESET, false, "repost failed", err,
-				      &wake);
+		visock_dp_link_failed_locked(dp, "repost failed", err, &wake);
 		goto out;
 	}
 	dp->owed++;
@@ -165,7 +164,7 @@ static bool visock_rx_readable(struct visock_dp *dp, size_t peeked)
 
 	spin_lock_bh(&dp->lock);
 	ret = visock_rx_avail_locked(dp) > peeked || dp->peer_done ||
-	      dp->state != VISOCK_DP_LIVE;
+	      !visock_dp_alive(dp->state);
 	spin_unlock_bh(&dp->lock);
 	return ret || READ_ONCE(sk->sk_err) ||
 	       (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN);
@@ -235,7 +234,7 @@ int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 			visock_cursor_add(&pos, dp->rx_size, copied);
 		}
 		eof = dp->peer_done;
-		dead = dp->state != VISOCK_DP_LIVE;
+		dead = !visock_dp_alive(dp->state);
 		spin_unlock_bh(&dp->lock);
 
 		if (avail) {

@@ -52,6 +52,8 @@ static void visock_tcp_data_ready(struct sock *tsk)
 			visock_listen_kick(vsk);
 		else if (READ_ONCE(vsk->mode) == VISOCK_MODE_HANDSHAKE)
 			visock_hs_kick(vsk);
+		else if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+			visock_rdma_tcp_event(vsk);
 		else
 			vsk->sk.sk_data_ready(&vsk->sk);
 	}
@@ -66,7 +68,10 @@ static void visock_tcp_write_space(struct sock *tsk)
 	vsk = visock_tcp_owner(tsk);
 	if (vsk) {
 		vsk->saved_write_space(tsk);
-		vsk->sk.sk_write_space(&vsk->sk);
+		if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+			visock_rdma_tcp_event(vsk);
+		else
+			vsk->sk.sk_write_space(&vsk->sk);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
 }
@@ -80,6 +85,8 @@ static void visock_tcp_state_change(struct sock *tsk)
 	if (vsk) {
 		vsk->saved_state_change(tsk);
 		visock_tcp_state_changed(vsk, inet_sk_state_load(tsk));
+		if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+			visock_rdma_tcp_event(vsk);
 		vsk->sk.sk_state_change(&vsk->sk);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);

@@ -93,6 +93,11 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 	u32 unsent, ret, ret2, imm, nwr;
 	int n;
 
+	if (dp->state == VISOCK_DP_FAILOVER || dp->state == VISOCK_DP_TCP) {
+		/* visock_failover.c moves the rings now. */
+		visock_fo_kick(dp);
+		return;
+	}
 	if (dp->state != VISOCK_DP_LIVE)
 		return;
 	while ((unsent = visock_tx_unsent(dp))) {
@@ -106,8 +111,8 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 		n = visock_link_post_write(dp->link, dp->tx_sent.count, unsent,
 					   cpu_to_be32(imm), &dp->tx_cqe);
 		if (n < 0) {
-			visock_dp_fail_locked(dp, ECONNRESET, false,
-					      "posting a write failed", n, wake);
+			visock_dp_link_failed_locked(dp, "posting a write failed",
+						     n, wake);
 			return;
 		}
 		/* Byte counts of the requests, for SIOCOUTQ. */
@@ -143,15 +148,18 @@ static void visock_tx_complete(struct visock_dp *dp, struct ib_wc *wc,
 	dp->wc++;
 	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wc, 1);
 	dp->sq_free++;
+	if (dp->state != VISOCK_DP_LIVE)
+		goto out;	/* failed, failing over or stopped */
 	if (write && dp->wr_head != dp->wr_tail)
 		visock_cursor_add(&dp->tx_acked, dp->tx_size,
 				  dp->wr_len[dp->wr_head++ %
 					     VISOCK_LINK_SQ_DEPTH]);
 	if (wc->status != IB_WC_SUCCESS)
-		visock_dp_fail_locked(dp, ECONNRESET, false, "send failed",
-				      wc->status, &wake);
+		visock_dp_link_failed_locked(dp, "send failed", wc->status,
+					     &wake);
 	else
 		visock_tx_push_locked(dp, &wake);
+out:
 	spin_unlock_bh(&dp->lock);
 	visock_dp_wake(dp, wake);
 }
@@ -194,7 +202,7 @@ static bool visock_tx_writable(struct visock_dp *dp)
 	bool ret;
 
 	spin_lock_bh(&dp->lock);
-	ret = visock_tx_space_locked(dp) || dp->state != VISOCK_DP_LIVE ||
+	ret = visock_tx_space_locked(dp) || !visock_dp_alive(dp->state) ||
 	      dp->peer_closed;
 	spin_unlock_bh(&dp->lock);
 	return ret || READ_ONCE(sk->sk_err) ||
@@ -212,7 +220,7 @@ static int visock_tx_check(struct visock_dp *dp, size_t copied)
 
 	if (READ_ONCE(sk->sk_err))
 		return copied ? -EPIPE : sock_error(sk);
-	if (dp->state != VISOCK_DP_LIVE || dp->peer_closed ||
+	if (!visock_dp_alive(dp->state) || dp->peer_closed ||
 	    (sk->sk_shutdown & SEND_SHUTDOWN))
 		return -EPIPE;
 	return 0;
@@ -295,6 +303,7 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		if (n) {
 			spin_lock_bh(&dp->lock);
 			visock_cursor_add(&dp->tx_written, dp->tx_size, n);
+			dp->fo_tx_end += n;
 			visock_tx_push_locked(dp, &wake);
 			spin_unlock_bh(&dp->lock);
 			visock_dp_wake(dp, wake);
@@ -357,8 +366,13 @@ static bool visock_tx_close_done(struct visock_dp *dp)
 	bool done;
 
 	spin_lock_bh(&dp->lock);
-	done = dp->state != VISOCK_DP_LIVE || dp->peer_closed ||
-	       (dp->closed_sent && dp->sq_free == VISOCK_LINK_SQ_DEPTH);
+	if (dp->state == VISOCK_DP_TCP)
+		/* Everything handed to TCP, and its FIN. */
+		done = dp->fo_shut_sent && dp->fo_tx_pos == dp->fo_tx_end;
+	else
+		done = !visock_dp_alive(dp->state) || dp->peer_closed ||
+		       (dp->closed_sent &&
+			dp->sq_free == VISOCK_LINK_SQ_DEPTH);
 	spin_unlock_bh(&dp->lock);
 	return done;
 }
@@ -421,7 +435,7 @@ bool visock_tx_close(struct visock_sock *vsk)
 	reset = sock_flag(sk, SOCK_LINGER) && !READ_ONCE(sk->sk_lingertime);
 	spin_lock_bh(&dp->lock);
 	/* As TCP: unread data resets; so does a failed data path. */
-	if (visock_rx_avail_locked(dp) || dp->state != VISOCK_DP_LIVE)
+	if (visock_rx_avail_locked(dp) || !visock_dp_alive(dp->state))
 		reset = true;
 	if (!reset) {
 		dp->tx_shut = true;

@@ -245,4 +245,29 @@ bool visock_cdc_seq_after(u32 seq, u32 last);
 int visock_imm_encode(u32 bytes, u32 credits, u32 *imm);
 void visock_imm_decode(u32 imm, u32 *bytes, u32 *credits);
 
+/* ------------------------------------------------------------------ */
+/* Failover to TCP                                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * When the RDMA link of a connection fails, each side sends one failover
+ * message on the internal TCP connection (which carries nothing else
+ * after the handshake) and the stream continues over TCP:
+ *
+ *    0  u8     type       VISOCK_FO_TYPE
+ *    1  u8     version    VISOCK_FO_VERSION
+ *    2  2 bytes reserved  0
+ *    4  __be32 magic      VISOCK_FO_MAGIC
+ *    8  __be64 rx_pos     stream bytes the sender received over RDMA
+ *
+ * The receiver resends over TCP everything from rx_pos on.
+ */
+#define VISOCK_FO_LEN		16
+#define VISOCK_FO_TYPE		0xf0
+#define VISOCK_FO_VERSION	1
+#define VISOCK_FO_MAGIC		0x56534b46	/* "VSKF" */
+
+void visock_fo_encode(u64 rx_pos, u8 *buf);
+int visock_fo_decode(const u8 *buf, unsigned int len, u64 *rx_pos);
+
 #endif /* _NET_VISOCK_WIRE_H */

@@ -90,7 +90,8 @@
  *	(the handshake only, once in RDMA mode)
  * @vi_tcp_bytes_rcvd: payload bytes received on it
  * @vi_rdma_credits: receive requests of the peer we may still consume
- * @vi_rdma_state: 0 live, 1 failed, 2 stopped (while in RDMA mode)
+ * @vi_rdma_state: 0 live, 1 failed, 2 stopped, 3 failing over to TCP,
+ *	4 failed over: the stream continues over TCP (while in RDMA mode)
  */
 struct visock_info {
 	__u32 vi_mode;
@@ -119,6 +120,7 @@ struct visock_info {
 #define VISOCK_INFO_F_SYN_OPT	0x1	/* our SYN / SYN-ACK announced visock */
 #define VISOCK_INFO_F_PEER_OPT	0x2	/* the peer's announced visock */
 #define VISOCK_INFO_F_LINK_UP	0x4	/* RDMA queue pair is connected (RTS) */
+#define VISOCK_INFO_F_FAILOVER	0x8	/* the RDMA link failed: now over TCP */
 
 /**
  * enum visock_mode - transport a visock connection is using

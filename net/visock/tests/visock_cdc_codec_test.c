@@ -157,6 +157,42 @@ static void imm_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, credits, 1U);
 }
 
+/* Failover message: layout, round trip, every malformed shape refused. */
+static void fo_test(struct kunit *test)
+{
+	static const u8 want[VISOCK_FO_LEN] = {
+		0xf0, 0x01, 0x00, 0x00, 0x56, 0x53, 0x4b, 0x46,
+		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+	};
+	u8 buf[VISOCK_FO_LEN + 1];
+	u64 pos = 0;
+	unsigned int i;
+
+	visock_fo_encode(0x0102030405060708ULL, buf);
+	KUNIT_EXPECT_EQ(test, memcmp(buf, want, VISOCK_FO_LEN), 0);
+	KUNIT_EXPECT_EQ(test, visock_fo_decode(buf, VISOCK_FO_LEN, &pos), 0);
+	KUNIT_EXPECT_EQ(test, pos, 0x0102030405060708ULL);
+
+	visock_fo_encode(0, buf);
+	KUNIT_EXPECT_EQ(test, visock_fo_decode(buf, VISOCK_FO_LEN, &pos), 0);
+	KUNIT_EXPECT_EQ(test, pos, 0ULL);
+
+	/* Short, long. */
+	KUNIT_EXPECT_EQ(test, visock_fo_decode(buf, VISOCK_FO_LEN - 1, &pos),
+			-EBADMSG);
+	buf[VISOCK_FO_LEN] = 0;
+	KUNIT_EXPECT_EQ(test, visock_fo_decode(buf, VISOCK_FO_LEN + 1, &pos),
+			-EBADMSG);
+	/* Any changed byte of the header is refused; rx_pos is free. */
+	for (i = 0; i < 8; i++) {
+		visock_fo_encode(7, buf);
+		buf[i] ^= 0x01;
+		KUNIT_EXPECT_EQ_MSG(test,
+				    visock_fo_decode(buf, VISOCK_FO_LEN, &pos),
+				    -EBADMSG, "byte %u", i);
+	}
+}
+
 static struct kunit_case visock_cdc_codec_test_cases[] = {
 	KUNIT_CASE(cdc_encode_layout_test),
 	KUNIT_CASE(cdc_roundtrip_test),
@@ -164,6 +200,7 @@ static struct kunit_case visock_cdc_codec_test_cases[] = {
 	KUNIT_CASE(cdc_decode_reject_test),
 	KUNIT_CASE(cdc_seq_test),
 	KUNIT_CASE(imm_test),
+	KUNIT_CASE(fo_test),
 	{}
 };
 

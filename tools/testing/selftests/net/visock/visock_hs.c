@@ -627,19 +627,21 @@ static void get_info(int fd, struct visock_info *vi)
 static const char *info_str(const struct visock_info *vi)
 {
 	static const char *const rdma_states[] = { "live", "failed",
-						   "stopped" };
+						   "stopped", "failing-over",
+						   "failed-over" };
 	static char buf[320];
 	int n;
 
 	n = snprintf(buf, sizeof(buf),
-		     "mode %s reason %s version %u qpn %u peer_qpn %u token %#x peer_token %#x rbuf %u peer_rbuf %u flags%s%s%s",
+		     "mode %s reason %s version %u qpn %u peer_qpn %u token %#x peer_token %#x rbuf %u peer_rbuf %u flags%s%s%s%s",
 		     mode_name(vi->vi_mode), fb_name(vi->vi_fallback_reason),
 		     vi->vi_version, vi->vi_local_qpn, vi->vi_peer_qpn,
 		     vi->vi_local_token, vi->vi_peer_token, vi->vi_rbuf_size,
 		     vi->vi_peer_rbuf_size,
 		     vi->vi_flags & VISOCK_INFO_F_SYN_OPT ? " SYN_OPT" : "",
 		     vi->vi_flags & VISOCK_INFO_F_PEER_OPT ? " PEER_OPT" : "",
-		     vi->vi_flags & VISOCK_INFO_F_LINK_UP ? " LINK_UP" : "");
+		     vi->vi_flags & VISOCK_INFO_F_LINK_UP ? " LINK_UP" : "",
+		     vi->vi_flags & VISOCK_INFO_F_FAILOVER ? " FAILOVER" : "");
 	if (vi->vi_mode == VISOCK_MODE_RDMA && n > 0 && n < (int)sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - n, " rdma_state %s",
 			 vi->vi_rdma_state < ARRAY_SIZE(rdma_states) ?
@@ -2098,7 +2100,7 @@ static void normal_side(struct vt_ctx *c, const struct scenario *s,
 
 /* ---- scenarios whose outcome the normal side reports ---- */
 
-#define DEAD_IO_MS	30000	/* I/O over a dead RDMA link must end */
+#define DEAD_IO_MS	45000	/* I/O over a dead RDMA link must end */
 
 /*
  * Send and receive (discarding) until the connection reports an error
@@ -2545,15 +2547,25 @@ static int pair_visock(struct vt_ctx *c)
  * complete intact within a bounded time on both ends, and once the
  * device is back, new connections use RDMA again.
  */
-static void device_gone_open(struct vt_ctx *c)
+/*
+ * An RDMA device is deleted under an open connection (on the server, or
+ * with @client_side on the client): the connection fails over to its TCP
+ * socket and both streams arrive intact, with the failover flag set on
+ * both ends.  Once the device is back, new connections use RDMA again.
+ */
+#define GONE_XFER_LEN	(8 * 1024 * 1024)	/* each way */
+#define GONE_DELAY_MS	300			/* into the transfer */
+
+static void device_gone_common(struct vt_ctx *c, bool client_side)
 {
-	bool server = !vt_is_client(c);
+	bool server = !vt_is_client(c), deleter = server != client_side;
 	char rxe[64] = "", how[128] = "";
 	struct visock_info vi;
+	int fd, ret, status = 0;
+	pid_t child = -1;
 	long long t0;
-	int fd, ret;
 
-	need(c, NEED_RDMA | (server ? NEED_RXE : 0), rxe, sizeof(rxe));
+	need(c, NEED_RDMA | (deleter ? NEED_RXE : 0), rxe, sizeof(rxe));
 	set_knob(ENABLE_PATH, 1);
 	vt_sync(c, "configured");
 
@@ -2563,25 +2575,44 @@ static void device_gone_open(struct vt_ctx *c)
 		  info_str(&vi));
 	ping_both(c, fd);
 	vt_sync(c, "used");
-	if (server) {
-		t0 = ctl_now_ms();
-		rxe_delete(rxe, getenv(RXE_ENV));
-		vt_diag("deleting %s with a connection open took %lld ms", rxe,
-			ctl_now_ms() - t0);
+	/* Delete the device while the streams are in full flow. */
+	if (deleter) {
+		child = fork();
+		vt_assert(child >= 0, "fork: %s", strerror(errno));
+		if (!child) {
+			usleep(GONE_DELAY_MS * 1000);
+			t0 = ctl_now_ms();
+			rxe_delete(rxe, getenv(RXE_ENV));
+			vt_diag("deleting %s during the transfer took %lld ms",
+				rxe, ctl_now_ms() - t0);
+			_exit(0);
+		}
+	}
+	t0 = ctl_now_ms();
+	ret = xfer_tolerant(fd, GONE_XFER_LEN, DEAD_IO_MS, how, sizeof(how));
+	if (deleter) {
+		vt_assert(waitpid(child, &status, 0) == child &&
+			  WIFEXITED(status) && !WEXITSTATUS(status),
+			  "deleting %s failed (status 0x%x)", rxe, status);
 	}
 	vt_sync(c, "deleted");
-	t0 = ctl_now_ms();
-	ret = xfer_tolerant(fd, XFER_LEN, DEAD_IO_MS, how, sizeof(how));
 	get_info(fd, &vi);
 	vt_diag("after %lld ms: %s; %s", ctl_now_ms() - t0,
 		ret == 0 ? "both streams intact" :
 		ret > 0 ? how : "still running", info_str(&vi));
-	vt_assert(ret >= 0,
-		  "I/O neither ended nor completed %d ms after the RDMA device was deleted",
-		  DEAD_IO_MS);
+	vt_assert(ret == 0,
+		  "the stream did not continue over TCP after the RDMA device was deleted: %s",
+		  ret > 0 ? how : "still running");
+	vt_assert((vi.vi_flags & VISOCK_INFO_F_FAILOVER) &&
+		  vi.vi_rdma_state == 4,
+		  "streams intact, but VISOCK_INFO does not say failed over: %s",
+		  info_str(&vi));
+	vt_assert(!(vi.vi_flags & VISOCK_INFO_F_LINK_UP),
+		  "failed over, but the link is still reported up: %s",
+		  info_str(&vi));
 	close(fd);
 	vt_sync(c, "closed");
-	if (server)
+	if (deleter)
 		rxe_restore();
 	vt_sync(c, "restored");
 
@@ -2595,6 +2626,16 @@ static void device_gone_open(struct vt_ctx *c)
 	ping_both(c, fd);
 	vt_sync(c, "pinged");
 	close(fd);
+}
+
+static void device_gone_open(struct vt_ctx *c)
+{
+	device_gone_common(c, false);
+}
+
+static void device_gone_client(struct vt_ctx *c)
+{
+	device_gone_common(c, true);
 }
 
 /* ---- the table ---- */
@@ -2612,6 +2653,8 @@ static const struct vt_test fixed_tests[] = {
 	  "non-blocking connect: POLLOUT once the handshake settled" },
 	{ "device_gone_open", device_gone_open, device_gone_open, 180,
 	  "the server's RDMA device is deleted under an open connection" },
+	{ "device_gone_client", device_gone_client, device_gone_client, 180,
+	  "the client's RDMA device is deleted under an open connection" },
 };
 
 int main(int argc, char **argv)
