@@ -35,22 +35,24 @@
 
 /* ---- sysctl access ---- */
 
-/* Value of the sysctl in the caller's network namespace, -1: absent. */
-static int enable_read(void)
+/* Value of sysctl @path in the caller's network namespace, -1: absent. */
+static int num_read(const char *path)
 {
 	char buf[32] = "";
 	ssize_t n;
 	int fd;
 
-	fd = open(ENABLE_PATH, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	return atoi(buf);
+	return n > 0 ? atoi(buf) : -1;
+}
+
+static int enable_read(void)
+{
+	return num_read(ENABLE_PATH);
 }
 
 /* write(2) @len bytes of @val in one call; 0 or the errno. */
@@ -368,20 +370,6 @@ static const struct num_sysctl num_sysctls[] = {
 	{ "rdma_ack_timeout", 12, 24, 17 },
 	{ "rbuf_default", 16384, 8388608, 65536 },
 };
-
-static int num_read(const char *path)
-{
-	char buf[32] = "";
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return n > 0 ? atoi(buf) : -1;
-}
 
 static int num_write(const char *path, int val)
 {

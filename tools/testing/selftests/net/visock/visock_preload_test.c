@@ -32,31 +32,27 @@ static int domain_of(int fd)
 	return su_getint(fd, SOL_SOCKET, SO_DOMAIN);
 }
 
-static void domain(struct vt_ctx *c)
+/* socket(@family, @type, @proto) must give a socket of domain @want. */
+static void expect_domain(int family, int type, int proto, int want,
+			  const char *what)
 {
 	int fd, d;
 
+	fd = socket(family, type | SOCK_CLOEXEC, proto);
+	vt_assert(fd >= 0, "socket(%s): %s", what, vt_errname(errno));
+	d = domain_of(fd);
+	close(fd);
+	vt_assert(d == want, "%s socket has domain %d, expected %d", what, d,
+		  want);
+}
+
+static void domain(struct vt_ctx *c)
+{
 	(void)c;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	vt_assert(fd >= 0, "socket(AF_INET, SOCK_STREAM): %s",
-		  vt_errname(errno));
-	d = domain_of(fd);
-	vt_assert(d == AF_VISOCK, "AF_INET stream socket has domain %d", d);
-	close(fd);
-
-	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
-	vt_assert(fd >= 0, "socket(AF_INET6, SOCK_STREAM): %s",
-		  vt_errname(errno));
-	d = domain_of(fd);
-	vt_assert(d == AF_VISOCK, "AF_INET6 stream socket has domain %d", d);
-	close(fd);
-
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	vt_assert(fd >= 0, "socket(AF_INET, SOCK_DGRAM): %s",
-		  vt_errname(errno));
-	d = domain_of(fd);
-	vt_assert(d == AF_INET, "datagram socket has domain %d", d);
-	close(fd);
+	expect_domain(AF_INET, SOCK_STREAM, 0, AF_VISOCK, "AF_INET stream");
+	expect_domain(AF_INET6, SOCK_STREAM, IPPROTO_TCP, AF_VISOCK,
+		      "AF_INET6 stream");
+	expect_domain(AF_INET, SOCK_DGRAM, 0, AF_INET, "AF_INET datagram");
 }
 
 static int reuse_listener(int port)
