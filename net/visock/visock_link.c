@@ -1504,3 +1504,43 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 	spin_unlock_bh(&l->post_lock);
 	return err ? err : n;
 }
+
+/**
+ * visock_link_diag() - describe a link for socket diagnostics
+ * @l: the link
+ * @d: filled in (device name, port, QP, state, GID, counters)
+ *
+ * Context: process context; takes the link's lock, so the caller may
+ * hold lock_sock() of the owner but no spinlock.
+ */
+void visock_link_diag(struct visock_link *l, struct visock_diag_link *d)
+{
+	memset(d, 0, sizeof(*d));
+	mutex_lock(&l->lock);
+	if (l->ibdev)
+		strscpy(d->vdl_dev, dev_name(&l->ibdev->dev),
+			sizeof(d->vdl_dev));
+	d->vdl_port = l->port;
+	d->vdl_qpn = l->qpn;
+	if (l->dead)
+		d->vdl_state = VISOCK_LINK_STATE_DEAD;
+	else if (l->state == VISOCK_LINK_UP)
+		d->vdl_state = VISOCK_LINK_STATE_UP;
+	else if (l->state == VISOCK_LINK_INIT)
+		d->vdl_state = VISOCK_LINK_STATE_INIT;
+	else if (l->state == VISOCK_LINK_FAILED)
+		d->vdl_state = VISOCK_LINK_STATE_FAILED;
+	else
+		d->vdl_state = VISOCK_LINK_STATE_NEW;
+	memcpy(d->vdl_gid, l->gid.raw, sizeof(d->vdl_gid));
+	if (l->rbuf && l->rbuf->mr)
+		d->vdl_reg_bytes += l->rbuf->size;
+	if (l->sbuf && l->sbuf->mr)
+		d->vdl_reg_bytes += l->sbuf->size;
+	if (l->ctrl_mapped)
+		d->vdl_reg_bytes += PAGE_SIZE;
+	mutex_unlock(&l->lock);
+	d->vdl_wr_posted = atomic64_read(&l->wr_posted);
+	d->vdl_wc_ok = atomic64_read(&l->wc_ok);
+	d->vdl_wc_err = atomic64_read(&l->wc_err);
+}
