@@ -57,6 +57,7 @@
 #include "visock.h"
 #include "visock_link.h"
 #include "visock_rdma.h"
+#include "visock_trace.h"
 
 static const struct proto_ops visock_stream_ops;
 
@@ -86,6 +87,7 @@ void visock_set_fallback(struct visock_sock *vsk, u8 reason)
 	WRITE_ONCE(vsk->fb_reason, reason);
 	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
 	visock_count_fallback(vsk, reason);
+	trace_visock_fallback(vsk, reason);
 }
 
 /*

@@ -82,6 +82,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "visock_link.h"
+#include "visock_trace.h"
 
 /* Queue depths (visock_link.h) plus one slot each for ib_drain_qp(). */
 #define VISOCK_LINK_SEND_SGE	2
@@ -1033,6 +1034,7 @@ int visock_link_connect(struct visock_link *l,
 		goto out;
 
 	l->state = VISOCK_LINK_UP;
+	trace_visock_link_up(dev_name(&l->ibdev->dev), l->port, l->qpn);
 	spin_lock_bh(&l->post_lock);
 	l->can_post = true;
 	spin_unlock_bh(&l->post_lock);
@@ -1059,6 +1061,7 @@ void visock_link_destroy(struct visock_link *l)
 		return;
 
 	mutex_lock(&l->lock);
+	trace_visock_link_down(l->qpn, l->state == VISOCK_LINK_UP, false);
 	l->owner_gone = true;
 	l->dead_cb = NULL;
 	l->dead_ctx = NULL;
@@ -1086,6 +1089,7 @@ static void visock_link_kill(struct visock_link *l)
 	visock_link_release_verbs(l);
 	if (!l->owner_gone && !l->dead) {
 		WRITE_ONCE(l->dead, true);
+		trace_visock_link_down(l->qpn, l->state == VISOCK_LINK_UP, true);
 		pr_debug("visock: link QP %u killed: device removed\n", l->qpn);
 		if (l->dead_cb)
 			l->dead_cb(l->dead_ctx);
