@@ -60,7 +60,7 @@ kunit:
 selftests:
 	$(MAKE) -C $(TESTING)/selftests/net/visock
 
-vm-test: modules-testbed selftests
+vm-test: modules-testbed selftests tools
 	$(TESTING)/vm/vm.sh run --kernel $(or $(KERNEL),6.12) -- \
 		$(TESTING)/selftests/net/visock/run_tests.sh
 
