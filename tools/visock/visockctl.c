@@ -338,6 +338,30 @@ static void fmt_addr(char *buf, size_t len, int family, const uint32_t *a,
 	}
 }
 
+/* @in as the inside of a JSON string (names come from the kernel). */
+static const char *json_esc(const char *in)
+{
+	static char bufs[2][256];
+	static int which;
+	char *out = bufs[which ^= 1];
+	size_t o = 0;
+
+	for (; *in && o + 7 < sizeof(bufs[0]); in++) {
+		unsigned char ch = *in;
+
+		if (ch == '"' || ch == '\\') {
+			out[o++] = '\\';
+			out[o++] = ch;
+		} else if (ch < 0x20) {
+			o += snprintf(out + o, 7, "\\u%04x", ch);
+		} else {
+			out[o++] = ch;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
 static void fmt_gid(char *buf, size_t len, const uint8_t *gid)
 {
 	inet_ntop(AF_INET6, gid, buf, len);
@@ -347,6 +371,7 @@ static void fmt_gid(char *buf, size_t len, const uint8_t *gid)
 
 struct sock_filter_opts {
 	bool links;		/* links view: only sockets with a link */
+	int port;		/* only sockets with this local or peer port */
 	bool header_done;
 	unsigned int count;
 };
@@ -362,6 +387,9 @@ static void print_socket(const struct visock_diag_msg *m,
 
 	if (!vi)
 		vi = &none;
+	if (o->port && ntohs(m->vdiag_sport) != o->port &&
+	    ntohs(m->vdiag_dport) != o->port)
+		return;
 	fmt_addr(local, sizeof(local), m->vdiag_ip_family, m->vdiag_src,
 		 m->vdiag_sport);
 	fmt_addr(peer, sizeof(peer), m->vdiag_ip_family, m->vdiag_dst,
@@ -380,7 +408,8 @@ static void print_socket(const struct visock_diag_msg *m,
 			       "\"wr_posted\":%" PRIu64 ",\"wc_ok\":%" PRIu64
 			       ",\"wc_err\":%" PRIu64 "}",
 			       o->count ? "," : "", (uint64_t)m->vdiag_id,
-			       m->vdiag_ino, link->vdl_dev, link->vdl_port,
+			       m->vdiag_ino, json_esc(link->vdl_dev),
+			       link->vdl_port,
 			       link->vdl_qpn, link->vdl_peer_qpn,
 			       link_state_name(link->vdl_state), gid, local,
 			       peer, (uint64_t)link->vdl_reg_bytes,
@@ -449,7 +478,7 @@ static void print_socket(const struct visock_diag_msg *m,
 			       ring->vdr_tx_unsent, ring->vdr_credits);
 		if (link)
 			printf(",\"device\":\"%s\",\"link_state\":\"%s\"",
-			       link->vdl_dev,
+			       json_esc(link->vdl_dev),
 			       link_state_name(link->vdl_state));
 		printf("}");
 	} else {
@@ -535,13 +564,13 @@ static void diag_cb(const struct nlmsghdr *nlh, void *arg)
 }
 
 static void diag_dump(uint32_t states, uint32_t modes, uint32_t ino,
-		      bool links_view)
+		      int port, bool links_view)
 {
 	struct {
 		struct nlmsghdr nlh;
 		struct visock_diag_req req;
 	} r;
-	struct sock_filter_opts o = { .links = links_view };
+	struct sock_filter_opts o = { .links = links_view, .port = port };
 	struct nl nl;
 	int err;
 
@@ -688,7 +717,8 @@ static void dev_cb(const struct nlmsghdr *nlh, void *arg)
 	name = dt[VISOCK_DEV_A_NAME] ? nla_data(dt[VISOCK_DEV_A_NAME]) : "?";
 	if (json)
 		printf("%s\n  {\"name\":\"%s\",\"links\":%u,\"ports\":[",
-		       *count ? "," : "", name, nla_u32(dt[VISOCK_DEV_A_LINKS]));
+		       *count ? "," : "", json_esc(name),
+		       nla_u32(dt[VISOCK_DEV_A_LINKS]));
 	else
 		printf("%s: links %u\n", name, nla_u32(dt[VISOCK_DEV_A_LINKS]));
 	(*count)++;
@@ -728,7 +758,8 @@ static void dev_cb(const struct nlmsghdr *nlh, void *arg)
 				       "\"netdev\":\"%s\",\"ifindex\":%u}",
 				       ngids ? "," : "",
 				       nla_u32(gt[VISOCK_GID_A_INDEX]), gid,
-				       name, nla_u32(gt[VISOCK_GID_A_IFINDEX]));
+				       json_esc(name),
+				       nla_u32(gt[VISOCK_GID_A_IFINDEX]));
 			else
 				printf("    gid %-3u %-40s netdev %s\n",
 				       nla_u32(gt[VISOCK_GID_A_INDEX]), gid,
@@ -771,6 +802,7 @@ static void print_usage(FILE *f, int code)
 	fprintf(f,
 		"usage: %s [--json] COMMAND [OPTIONS]\n"
 		"  sockets [-a|--all] [-l|--listening] [--rdma] [--tcp] [--ino N]\n"
+		"          [--port N]  (local or peer port N)\n"
 		"                      visock sockets of this network namespace\n"
 		"  stats [--reset]     counters of this network namespace\n"
 		"  links               RDMA links (queue pairs) and their peers\n"
@@ -783,7 +815,7 @@ static void print_usage(FILE *f, int code)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_RDMA = 256, OPT_TCP, OPT_INO, OPT_RESET };
+	enum { OPT_RDMA = 256, OPT_TCP, OPT_INO, OPT_PORT, OPT_RESET };
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "all", no_argument, NULL, 'a' },
@@ -791,12 +823,14 @@ int main(int argc, char **argv)
 		{ "rdma", no_argument, NULL, OPT_RDMA },
 		{ "tcp", no_argument, NULL, OPT_TCP },
 		{ "ino", required_argument, NULL, OPT_INO },
+		{ "port", required_argument, NULL, OPT_PORT },
 		{ "reset", no_argument, NULL, OPT_RESET },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
 	bool all = false, listening = false, reset = false;
 	uint32_t modes = 0, ino = 0, states;
+	int port = 0;
 	const char *cmd = NULL;
 	int c;
 
@@ -826,6 +860,11 @@ int main(int argc, char **argv)
 		case OPT_INO:
 			ino = strtoul(optarg, NULL, 0);
 			break;
+		case OPT_PORT:
+			port = atoi(optarg);
+			if (port <= 0 || port > 65535)
+				die(EXIT_USAGE, "bad port '%s'", optarg);
+			break;
 		case OPT_RESET:
 			reset = true;
 			break;
@@ -844,9 +883,9 @@ int main(int argc, char **argv)
 		states = listening ? 1u << 10 : ~(1u << 10);
 		if (all)
 			states = 0;
-		diag_dump(states, modes, ino, false);
+		diag_dump(states, modes, ino, port, false);
 	} else if (!strcmp(cmd, "links")) {
-		diag_dump(0, 0, 0, true);
+		diag_dump(0, 0, 0, 0, true);
 	} else if (!strcmp(cmd, "stats")) {
 		cmd_stats(reset);
 	} else if (!strcmp(cmd, "devices")) {

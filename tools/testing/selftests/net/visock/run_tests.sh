@@ -193,6 +193,7 @@ list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
 add_test module.unload_busy
 add_test module.unload
+add_test module.ctl_unloaded
 add_test module.fresh_load
 add_test module.reload_loop
 add_test module.restore_state
@@ -769,6 +770,30 @@ test_unload() {
 	esac
 }
 
+# visockctl without the module: exit status 3 and a message that says so.
+test_ctl_unloaded() {
+	local out rc cmd
+
+	if [ -z "$VISOCKCTL" ] || [ ! -x "$VISOCKCTL" ]; then
+		result module.ctl_unloaded skip "no visockctl (make tools)"
+		return
+	fi
+	mod_loaded && unload_retry >/dev/null 2>&1
+	if mod_loaded; then
+		result module.ctl_unloaded fail "cannot unload $MOD"
+		return
+	fi
+	for cmd in stats sockets devices; do
+		out=$("$VISOCKCTL" "$cmd" 2>&1)
+		rc=$?
+		if [ "$rc" != 3 ] || [[ $out != *"not loaded"* ]]; then
+			result module.ctl_unloaded fail "visockctl $cmd without the module: exit $rc, '$out'; expected exit 3, 'not loaded'"
+			return
+		fi
+	done
+	result module.ctl_unloaded pass
+}
+
 test_fresh_load() {
 	local out
 
@@ -828,6 +853,7 @@ if group_selected module; then
 	else
 		[ -n "${SEL[module.unload_busy]:-}" ] && test_unload_busy
 		[ -n "${SEL[module.unload]:-}" ] && test_unload
+		[ -n "${SEL[module.ctl_unloaded]:-}" ] && test_ctl_unloaded
 		[ -n "${SEL[module.fresh_load]:-}" ] && test_fresh_load
 		[ -n "${SEL[module.reload_loop]:-}" ] && test_reload_loop
 		[ -n "${SEL[module.restore_state]:-}" ] && test_restore_state

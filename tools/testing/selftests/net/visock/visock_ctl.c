@@ -460,11 +460,11 @@ static void check_links(const struct conn *k, unsigned int n)
 
 /* Checks of one end; both ends run them with their own view. */
 static void check_sockets(struct conn *k, unsigned int n, bool client,
-			  int lfd)
+			  int lfd, int port)
 {
 	const char *reason = client ? "disabled" : "peer_no_visock";
 	unsigned int i, nr = 0, nf = 0;
-	char *out;
+	char *out, args[64];
 
 	out = run_ctl("sockets --json");
 	for (i = 0; i < n; i++)
@@ -498,6 +498,21 @@ static void check_sockets(struct conn *k, unsigned int n, bool client,
 		  json_count(out), nf);
 	free(out);
 
+	/* The server's port is local there, the peer's here. */
+	snprintf(args, sizeof(args), "sockets --port %d --json", port);
+	out = run_ctl(args);
+	vt_assert(json_count(out) == n, "%s: %u listed, %u expected", args,
+		  json_count(out), n);
+	free(out);
+	snprintf(args, sizeof(args), "sockets --port %d --json",
+		 port == 65535 ? 1 : port + 1);
+	out = run_ctl(args);
+	for (i = 0; i < n; i++)
+		vt_assert(!json_find(out, "inode", sock_ino(k[i].fd)) ||
+			  k[i].cport == (port == 65535 ? 1 : port + 1),
+			  "%s lists inode %lu", args, sock_ino(k[i].fd));
+	free(out);
+
 	if (lfd >= 0) {
 		const char *line;
 		char state[32];
@@ -520,7 +535,7 @@ static void sockets_match(struct vt_ctx *c)
 {
 	struct conn k[MAX_CONNS];
 	unsigned int i, n = N_RDMA + N_FB;
-	int lfd = -1, port;
+	int lfd = -1, port = 0;
 
 	if (read_int(ENABLE_PATH, &orig_enable))
 		vt_skip("visock not loaded");
@@ -535,7 +550,8 @@ static void sockets_match(struct vt_ctx *c)
 		server_conns(c, lfd, k, n);
 		vt_send(c, "READ");
 	}
-	check_sockets(k, n, vt_is_client(c), lfd);
+	check_sockets(k, n, vt_is_client(c), lfd,
+		      lfd >= 0 ? su_port(lfd) : port);
 	vt_sync(c, "checked");
 	for (i = 0; i < n; i++)
 		close(k[i].fd);
