@@ -92,11 +92,16 @@ void visock_stats_read(struct net *net, struct visock_totals *t)
 	unsigned int i;
 
 	BUILD_BUG_ON(sizeof(struct visock_totals) % sizeof(u64));
-	visock_stats_raw(vn, t);
+	/*
+	 * Sum under the lock: a reset between summing and subtracting
+	 * would leave a base above our sums.  Counters only grow, so the
+	 * difference is never negative; clamp in case a sum was torn.
+	 */
 	spin_lock_bh(&vn->base_lock);
+	visock_stats_raw(vn, t);
 	base = (const u64 *)&vn->base;
 	for (i = 0; i < VISOCK_TOTALS_WORDS; i++)
-		cur[i] -= base[i];
+		cur[i] = cur[i] > base[i] ? cur[i] - base[i] : 0;
 	spin_unlock_bh(&vn->base_lock);
 }
 
@@ -112,11 +117,9 @@ void visock_stats_read(struct net *net, struct visock_totals *t)
 void visock_stats_reset(struct net *net)
 {
 	struct visock_net *vn = visock_net(net);
-	struct visock_totals now;
 
-	visock_stats_raw(vn, &now);
 	spin_lock_bh(&vn->base_lock);
-	vn->base = now;
+	visock_stats_raw(vn, &vn->base);
 	spin_unlock_bh(&vn->base_lock);
 }
 
