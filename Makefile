@@ -62,7 +62,7 @@ kunit:
 selftests: tools
 	$(MAKE) -C $(TESTING)/selftests/net/visock
 
-vm-test: modules-testbed selftests
+vm-test: modules-testbed selftests tools
 	$(TESTING)/vm/vm.sh run --kernel $(or $(KERNEL),6.12) -- \
 		$(TESTING)/selftests/net/visock/run_tests.sh
 

@@ -57,6 +57,7 @@
 #include "visock.h"
 #include "visock_link.h"
 #include "visock_rdma.h"
+#include "visock_trace.h"
 
 static const struct proto_ops visock_stream_ops;
 
@@ -86,6 +87,7 @@ void visock_set_fallback(struct visock_sock *vsk, u8 reason)
 	WRITE_ONCE(vsk->fb_reason, reason);
 	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
 	visock_count_fallback(vsk, reason);
+	trace_visock_fallback(vsk, reason);
 }
 
 /*
@@ -127,6 +129,7 @@ static void visock_sk_destruct(struct sock *sk)
 	WARN_ON_ONCE(visock_sk(sk)->dp);
 	WARN_ON_ONCE(visock_sk(sk)->listener);
 	WARN_ON_ONCE(!list_empty(&visock_sk(sk)->accept_q));
+	visock_diag_destruct(visock_sk(sk));
 }
 
 static void visock_accept_work(struct work_struct *work);
@@ -158,6 +161,7 @@ static struct sock *visock_sk_alloc(struct net *net, struct socket *sock,
 	vsk->accept_len = 0;
 	INIT_WORK(&vsk->accept_work, visock_accept_work);
 	visock_hs_init(vsk);
+	visock_diag_link_sock(vsk);
 	return sk;
 }
 
@@ -253,6 +257,7 @@ static void visock_child_destroy(struct visock_sock *child)
 {
 	struct sock *sk = &child->sk;
 
+	visock_diag_unlink_sock(child);
 	if (cancel_delayed_work(&child->hs_work))
 		sock_put(sk);
 	lock_sock(sk);
@@ -609,6 +614,7 @@ static int visock_release(struct socket *sock)
 	if (!sk)
 		return 0;
 	vsk = visock_sk(sk);
+	visock_diag_unlink_sock(vsk);
 
 	lock_sock(sk);
 	listening = test_bit(VISOCK_F_LISTENER, &vsk->flags);

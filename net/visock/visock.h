@@ -63,6 +63,36 @@ struct visock_stats {
 };
 
 /**
+ * struct visock_totals - every counter of a namespace, summed
+ * @data: the per-CPU counters, summed
+ * @conns_rdma: see struct visock_net
+ * @hs_started: see struct visock_net
+ * @hs_done: see struct visock_net
+ * @hs_aborted: see struct visock_net
+ * @fallbacks: see struct visock_net
+ */
+struct visock_totals {
+	struct visock_stats data;
+	u64 conns_rdma;
+	u64 hs_started;
+	u64 hs_done;
+	u64 hs_aborted;
+	u64 fallbacks[__VISOCK_FB_MAX];
+};
+
+/**
+ * struct visock_gauges - current resource use of a namespace
+ * @sockets: visock sockets
+ * @qps: queue pairs (links)
+ * @reg_bytes: memory registered for those links
+ */
+struct visock_gauges {
+	u64 sockets;
+	u64 qps;
+	u64 reg_bytes;
+};
+
+/**
  * struct visock_net - per network namespace state
  * @enable: net.visock.enable; read locklessly with READ_ONCE()
  * @hs_timeout_ms: net.visock.handshake_timeout_ms
@@ -73,6 +103,9 @@ struct visock_stats {
  * @hs_done: handshakes that set up an RDMA link
  * @hs_aborted: handshakes that ended the connection (timeout, framing)
  * @stats: data counters, per CPU
+ * @base_lock: protects @base
+ * @base: counter values at the last reset (visock_stats_reset()); what
+ *	userspace sees is the difference to them
  */
 struct visock_net {
 	int enable;
@@ -86,6 +119,9 @@ struct visock_net {
 	atomic64_t hs_done;
 	atomic64_t hs_aborted;
 	struct visock_stats __percpu *stats;
+	/* Protects base; any context (BH-safe) */
+	spinlock_t base_lock;
+	struct visock_totals base;
 };
 
 /* Count @n in field @f of the namespace counters of socket @sk. */
@@ -130,6 +166,9 @@ struct visock_net {
  * @saved_write_space: see @saved_data_ready
  * @saved_state_change: see @saved_data_ready
  * @saved_error_report: see @saved_data_ready
+ * @diag_node: entry in the socket list of visock_diag.c, under its
+ *	visock_diag_list_lock
+ * @diag_id: number of the socket in that list (constant)
  */
 struct visock_sock {
 	struct sock sk;
@@ -165,6 +204,9 @@ struct visock_sock {
 	void (*saved_write_space)(struct sock *sk);
 	void (*saved_state_change)(struct sock *sk);
 	void (*saved_error_report)(struct sock *sk);
+
+	struct list_head diag_node;
+	u64 diag_id;
 };
 
 /* visock_sock.flags */
@@ -198,6 +240,7 @@ enum visock_hs_state {
 
 struct visock_link;
 struct visock_dp;
+struct ib_device;
 
 /*
  * Why a blocking socket call must stop waiting now: -EAGAIN when its
@@ -268,11 +311,29 @@ void visock_debugfs_exit(void);
 int visock_ib_init(void);
 void visock_ib_exit(void);
 unsigned int visock_ib_device_count(void);
+typedef int (*visock_ib_dev_fn_t)(struct ib_device *ibdev, unsigned int nlinks,
+				void *arg);
+int visock_ib_walk_devices(unsigned long *pos, visock_ib_dev_fn_t fn,
+			   void *arg);
 
 /* visock_proc.c */
 const char *visock_fb_name(unsigned int reason);
+void visock_stats_read(struct net *net, struct visock_totals *t);
+void visock_stats_reset(struct net *net);
 int visock_proc_net_init(struct net *net);
 void visock_proc_net_exit(struct net *net);
+
+/* visock_diag.c */
+void visock_diag_link_sock(struct visock_sock *vsk);
+void visock_diag_unlink_sock(struct visock_sock *vsk);
+void visock_diag_destruct(struct visock_sock *vsk);
+void visock_diag_gauges(struct net *net, struct visock_gauges *g);
+int visock_diag_init(void);
+void visock_diag_exit(void);
+
+/* visock_genl.c */
+int visock_genl_init(void);
+void visock_genl_exit(void);
 
 /* visock_sysctl.c */
 int visock_sysctl_net_init(struct net *net);

@@ -33,6 +33,7 @@
 #include <net/tcp.h>
 
 #include "visock_rdma.h"
+#include "visock_trace.h"
 
 /*
  * The link died (device removed).  Called by visock_link.c in process
@@ -226,6 +227,7 @@ void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
 		return;
 	net_info_ratelimited("visock: QP %u: connection reset: %s (%d)\n",
 			     visock_link_qpn(dp->link), why, detail);
+	trace_visock_abort(dp->vsk, err);
 	if (tell_peer && dp->state == VISOCK_DP_LIVE) {
 		dp->abort = true;
 		dp->ctrl_pending = true;

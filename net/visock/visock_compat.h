@@ -63,4 +63,14 @@
  * which ends up in our sendmsg().  Nothing to map.
  */
 
+/*
+ * __assign_str() of TRACE_EVENT() lost its source argument in 6.10 (the
+ * source is the one given to __string()).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+#define visock_trace_assign_str(dst, src)	__assign_str(dst)
+#else
+#define visock_trace_assign_str(dst, src)	__assign_str(dst, src)
+#endif
+
 #endif /* _NET_VISOCK_COMPAT_H */

@@ -43,6 +43,7 @@
 #include "visock.h"
 #include "visock_link.h"
 #include "visock_rdma.h"
+#include "visock_trace.h"
 
 /**
  * visock_hs_ring_size() - size of the receive ring of a new connection
@@ -157,6 +158,7 @@ void visock_hs_start(struct visock_sock *vsk, u8 state)
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 
 	atomic64_inc(&vn->hs_started);
+	trace_visock_hs_start(vsk, state == VISOCK_HS_SRV_WAIT_REQ);
 	vsk->hs_state = state;
 	vsk->hs_deadline = jiffies + visock_hs_timeout(vsk);
 	WRITE_ONCE(vsk->mode, VISOCK_MODE_HANDSHAKE);
@@ -182,6 +184,7 @@ static void visock_hs_drop_link(struct visock_sock *vsk)
 /* Settle on TCP: the stream is in sync, nothing was lost. */
 static void visock_hs_fallback(struct visock_sock *vsk, u8 reason)
 {
+	trace_visock_hs_result(vsk, reason);
 	visock_hs_drop_link(vsk);
 	vsk->hs_state = VISOCK_HS_DONE;
 	visock_set_fallback(vsk, reason);
@@ -198,6 +201,7 @@ static void visock_hs_success(struct visock_sock *vsk)
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 
 	atomic64_inc(&vn->hs_done);
+	trace_visock_hs_result(vsk, 0);
 	atomic64_inc(&vn->conns_rdma);
 	set_bit(VISOCK_F_LINK_UP, &vsk->flags);
 	vsk->hs_state = VISOCK_HS_DONE;
@@ -212,6 +216,7 @@ static void visock_hs_abort(struct visock_sock *vsk, int err)
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 
 	atomic64_inc(&vn->hs_aborted);
+	trace_visock_hs_result(vsk, -err);
 	set_bit(VISOCK_F_HS_ABORTED, &vsk->flags);
 	visock_hs_drop_link(vsk);
 	vsk->hs_state = VISOCK_HS_DONE;

@@ -177,6 +177,47 @@ unsigned int visock_ib_device_count(void)
 }
 
 /**
+ * visock_ib_walk_devices() - call a function for the devices visock uses
+ * @pos: number of devices to skip; advanced past every device @fn
+ *	accepted
+ * @fn: called with the device and its number of links; a non-zero return
+ *	stops the walk (the device is not counted in @pos)
+ * @arg: passed to @fn
+ *
+ * @fn runs under visock_ibdevs_lock, so the device stays registered; it
+ * may sleep but must not take visock_ibdevs_lock.
+ *
+ * Context: process context.
+ * Return: the value @fn stopped with, or 0.
+ */
+int visock_ib_walk_devices(unsigned long *pos, visock_ib_dev_fn_t fn,
+			   void *arg)
+{
+	struct visock_ibdev *vdev;
+	unsigned long i = 0;
+	unsigned int nlinks;
+	struct list_head *l;
+	int ret = 0;
+
+	mutex_lock(&visock_ibdevs_lock);
+	list_for_each_entry(vdev, &visock_ibdevs, list) {
+		if (i++ < *pos)
+			continue;
+		nlinks = 0;
+		mutex_lock(&vdev->lock);
+		list_for_each(l, &vdev->links)
+			nlinks++;
+		mutex_unlock(&vdev->lock);
+		ret = fn(vdev->ibdev, nlinks, arg);
+		if (ret)
+			break;
+		(*pos)++;
+	}
+	mutex_unlock(&visock_ibdevs_lock);
+	return ret;
+}
+
+/**
  * visock_ib_init() - start tracking RDMA devices
  *
  * Context: module init.

@@ -82,6 +82,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "visock_link.h"
+#include "visock_trace.h"
 
 /* Queue depths (visock_link.h) plus one slot each for ib_drain_qp(). */
 #define VISOCK_LINK_SEND_SGE	2
@@ -1082,6 +1083,7 @@ int visock_link_connect(struct visock_link *l,
 		goto out;
 
 	l->state = VISOCK_LINK_UP;
+	trace_visock_link_up(dev_name(&l->ibdev->dev), l->port, l->qpn);
 	spin_lock_bh(&l->post_lock);
 	l->can_post = true;
 	spin_unlock_bh(&l->post_lock);
@@ -1108,6 +1110,7 @@ void visock_link_destroy(struct visock_link *l)
 		return;
 
 	mutex_lock(&l->lock);
+	trace_visock_link_down(l->qpn, l->state == VISOCK_LINK_UP, false);
 	l->owner_gone = true;
 	l->dead_cb = NULL;
 	l->dead_ctx = NULL;
@@ -1135,6 +1138,7 @@ static void visock_link_kill(struct visock_link *l)
 	visock_link_release_verbs(l);
 	if (!l->owner_gone && !l->dead) {
 		WRITE_ONCE(l->dead, true);
+		trace_visock_link_down(l->qpn, l->state == VISOCK_LINK_UP, true);
 		pr_debug("visock: link QP %u killed: device removed\n", l->qpn);
 		if (l->dead_cb)
 			l->dead_cb(l->dead_ctx);
@@ -1573,4 +1577,44 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 	}
 	spin_unlock_bh(&l->post_lock);
 	return err ? err : n;
+}
+
+/**
+ * visock_link_diag() - describe a link for socket diagnostics
+ * @l: the link
+ * @d: filled in (device name, port, QP, state, GID, counters)
+ *
+ * Context: process context; takes the link's lock, so the caller may
+ * hold lock_sock() of the owner but no spinlock.
+ */
+void visock_link_diag(struct visock_link *l, struct visock_diag_link *d)
+{
+	memset(d, 0, sizeof(*d));
+	mutex_lock(&l->lock);
+	if (l->ibdev)
+		strscpy(d->vdl_dev, dev_name(&l->ibdev->dev),
+			sizeof(d->vdl_dev));
+	d->vdl_port = l->port;
+	d->vdl_qpn = l->qpn;
+	if (l->dead)
+		d->vdl_state = VISOCK_LINK_STATE_DEAD;
+	else if (l->state == VISOCK_LINK_UP)
+		d->vdl_state = VISOCK_LINK_STATE_UP;
+	else if (l->state == VISOCK_LINK_INIT)
+		d->vdl_state = VISOCK_LINK_STATE_INIT;
+	else if (l->state == VISOCK_LINK_FAILED)
+		d->vdl_state = VISOCK_LINK_STATE_FAILED;
+	else
+		d->vdl_state = VISOCK_LINK_STATE_NEW;
+	memcpy(d->vdl_gid, l->gid.raw, sizeof(d->vdl_gid));
+	if (l->rbuf && l->rbuf->mr)
+		d->vdl_reg_bytes += l->rbuf->size;
+	if (l->sbuf && l->sbuf->mr)
+		d->vdl_reg_bytes += l->sbuf->size;
+	if (l->ctrl_mapped)
+		d->vdl_reg_bytes += PAGE_SIZE;
+	mutex_unlock(&l->lock);
+	d->vdl_wr_posted = atomic64_read(&l->wr_posted);
+	d->vdl_wc_ok = atomic64_read(&l->wc_ok);
+	d->vdl_wc_err = atomic64_read(&l->wc_err);
 }

@@ -15,6 +15,7 @@
 #include <linux/socket.h>
 #include <linux/types.h>
 #include <rdma/ib_verbs.h>
+#include <linux/visock.h>
 
 #include "visock_wire.h"
 
@@ -101,6 +102,9 @@ int visock_link_post_ctrl(struct visock_link *l, unsigned int idx, u32 len,
 			  struct ib_cqe *cqe);
 int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 			   __be32 imm, struct ib_cqe *cqe);
+
+struct visock_diag_link;
+void visock_link_diag(struct visock_link *l, struct visock_diag_link *d);
 
 /* visock_link.c, for visock_ib.c */
 void visock_link_device_removed(struct visock_ibdev *vdev);

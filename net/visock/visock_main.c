@@ -2,9 +2,10 @@
 /*
  * visock: module init and exit, per network namespace state.
  *
- * Load order: workqueue, RDMA client, pernet state (sysctls), struct
- * proto, socket family.  The family comes last so that no socket can be
- * created before everything it needs exists; unload runs in reverse.  The
+ * Load order: workqueue, RDMA client, pernet state (sysctls), generic
+ * netlink family, sock_diag handler, struct proto, socket family.  The
+ * family comes last so that no socket can be created before everything
+ * it needs exists; unload runs in reverse.  The
  * socket layer holds a module reference for every visock socket, so
  * module_exit() only runs once no socket is left.
  */
@@ -23,6 +24,7 @@ static int __net_init visock_net_init(struct net *net)
 	struct visock_net *vn = visock_net(net);
 	int err;
 
+	spin_lock_init(&vn->base_lock);
 	vn->stats = alloc_percpu(struct visock_stats);
 	if (!vn->stats)
 		return -ENOMEM;
@@ -77,9 +79,17 @@ static int __init visock_init(void)
 	if (err)
 		goto err_ib;
 
-	err = proto_register(&visock_proto, 1);
+	err = visock_genl_init();
 	if (err)
 		goto err_pernet;
+
+	err = visock_diag_init();
+	if (err)
+		goto err_genl;
+
+	err = proto_register(&visock_proto, 1);
+	if (err)
+		goto err_diag;
 
 	err = sock_register(&visock_family_ops);
 	if (err) {
@@ -98,6 +108,10 @@ static int __init visock_init(void)
 
 err_proto:
 	proto_unregister(&visock_proto);
+err_diag:
+	visock_diag_exit();
+err_genl:
+	visock_genl_exit();
 err_pernet:
 	unregister_pernet_subsys(&visock_net_ops);
 err_ib:
@@ -112,6 +126,8 @@ static void __exit visock_exit(void)
 	visock_debugfs_exit();
 	sock_unregister(AF_VISOCK);
 	proto_unregister(&visock_proto);
+	visock_diag_exit();
+	visock_genl_exit();
 	unregister_pernet_subsys(&visock_net_ops);
 	visock_ib_exit();
 	/* Waits for work items that dropped the last socket reference. */

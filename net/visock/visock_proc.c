@@ -3,7 +3,8 @@
  * visock: /proc/net/visock, the per-namespace counters as text.
  *
  * One "name value" pair per line, stable names, so that scripts can grep
- * them.  The same counters will also be reachable over netlink.
+ * them.  The same counters are reachable over generic netlink
+ * (visock_genl.c); both show the values since the last reset.
  */
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
@@ -43,57 +44,113 @@ const char *visock_fb_name(unsigned int reason)
 	return "unknown";
 }
 
-static void visock_proc_show_stats(struct seq_file *seq,
-				   const struct visock_net *vn)
+/* Sum of the raw counters, since the namespace was created. */
+static void visock_stats_raw(const struct visock_net *vn,
+			     struct visock_totals *t)
 {
-	struct visock_stats sum = { };
+	struct visock_stats *sum = &t->data;
+	unsigned int i;
 	int cpu;
 
+	memset(t, 0, sizeof(*t));
 	for_each_possible_cpu(cpu) {
 		const struct visock_stats *s = per_cpu_ptr(vn->stats, cpu);
 
-		sum.rdma_bytes_sent += READ_ONCE(s->rdma_bytes_sent);
-		sum.rdma_bytes_rcvd += READ_ONCE(s->rdma_bytes_rcvd);
-		sum.rdma_wr_posted += READ_ONCE(s->rdma_wr_posted);
-		sum.rdma_wc += READ_ONCE(s->rdma_wc);
-		sum.cdc_sent += READ_ONCE(s->cdc_sent);
-		sum.cdc_rcvd += READ_ONCE(s->cdc_rcvd);
-		sum.tx_waits += READ_ONCE(s->tx_waits);
-		sum.failovers += READ_ONCE(s->failovers);
-		sum.tcp_bytes_sent += READ_ONCE(s->tcp_bytes_sent);
-		sum.tcp_bytes_rcvd += READ_ONCE(s->tcp_bytes_rcvd);
+		sum->rdma_bytes_sent += READ_ONCE(s->rdma_bytes_sent);
+		sum->rdma_bytes_rcvd += READ_ONCE(s->rdma_bytes_rcvd);
+		sum->rdma_wr_posted += READ_ONCE(s->rdma_wr_posted);
+		sum->rdma_wc += READ_ONCE(s->rdma_wc);
+		sum->cdc_sent += READ_ONCE(s->cdc_sent);
+		sum->cdc_rcvd += READ_ONCE(s->cdc_rcvd);
+		sum->tx_waits += READ_ONCE(s->tx_waits);
+		sum->failovers += READ_ONCE(s->failovers);
+		sum->tcp_bytes_sent += READ_ONCE(s->tcp_bytes_sent);
+		sum->tcp_bytes_rcvd += READ_ONCE(s->tcp_bytes_rcvd);
 	}
-	seq_printf(seq, "rdma_bytes_sent %llu\n", sum.rdma_bytes_sent);
-	seq_printf(seq, "rdma_bytes_rcvd %llu\n", sum.rdma_bytes_rcvd);
-	seq_printf(seq, "rdma_wr_posted %llu\n", sum.rdma_wr_posted);
-	seq_printf(seq, "rdma_wc %llu\n", sum.rdma_wc);
-	seq_printf(seq, "cursor_msgs_sent %llu\n", sum.cdc_sent);
-	seq_printf(seq, "cursor_msgs_rcvd %llu\n", sum.cdc_rcvd);
-	seq_printf(seq, "tx_ring_full_waits %llu\n", sum.tx_waits);
-	seq_printf(seq, "rdma_failovers %llu\n", sum.failovers);
-	seq_printf(seq, "tcp_bytes_sent %llu\n", sum.tcp_bytes_sent);
-	seq_printf(seq, "tcp_bytes_rcvd %llu\n", sum.tcp_bytes_rcvd);
+	t->conns_rdma = atomic64_read(&vn->conns_rdma);
+	t->hs_started = atomic64_read(&vn->hs_started);
+	t->hs_done = atomic64_read(&vn->hs_done);
+	t->hs_aborted = atomic64_read(&vn->hs_aborted);
+	for (i = 0; i < __VISOCK_FB_MAX; i++)
+		t->fallbacks[i] = atomic64_read(&vn->fallbacks[i]);
+}
+
+/* Every field is a u64: subtract field by field. */
+#define VISOCK_TOTALS_WORDS	(sizeof(struct visock_totals) / sizeof(u64))
+
+/**
+ * visock_stats_read() - the counters of a namespace since the last reset
+ * @net: the namespace
+ * @t: filled in
+ *
+ * Context: any.
+ */
+void visock_stats_read(struct net *net, struct visock_totals *t)
+{
+	struct visock_net *vn = visock_net(net);
+	u64 *cur = (u64 *)t;
+	const u64 *base;
+	unsigned int i;
+
+	BUILD_BUG_ON(sizeof(struct visock_totals) % sizeof(u64));
+	/*
+	 * Sum under the lock: a reset between summing and subtracting
+	 * would leave a base above our sums.  Counters only grow, so the
+	 * difference is never negative; clamp in case a sum was torn.
+	 */
+	spin_lock_bh(&vn->base_lock);
+	visock_stats_raw(vn, t);
+	base = (const u64 *)&vn->base;
+	for (i = 0; i < VISOCK_TOTALS_WORDS; i++)
+		cur[i] = cur[i] > base[i] ? cur[i] - base[i] : 0;
+	spin_unlock_bh(&vn->base_lock);
+}
+
+/**
+ * visock_stats_reset() - start the counters of a namespace again from 0
+ * @net: the namespace
+ *
+ * Records the current values as the new base; the per-CPU counters
+ * themselves are never written from another CPU.
+ *
+ * Context: any.
+ */
+void visock_stats_reset(struct net *net)
+{
+	struct visock_net *vn = visock_net(net);
+
+	spin_lock_bh(&vn->base_lock);
+	visock_stats_raw(vn, &vn->base);
+	spin_unlock_bh(&vn->base_lock);
 }
 
 static int visock_proc_show(struct seq_file *seq, void *v)
 {
 	struct net *net = seq_file_single_net(seq);
 	struct visock_net *vn = visock_net(net);
+	struct visock_totals t;
 	unsigned int i;
 
+	visock_stats_read(net, &t);
 	seq_printf(seq, "enable %d\n", READ_ONCE(vn->enable));
 	seq_printf(seq, "rdma_devices %u\n", visock_ib_device_count());
-	seq_printf(seq, "handshakes_started %lld\n",
-		   atomic64_read(&vn->hs_started));
-	seq_printf(seq, "handshakes_done %lld\n", atomic64_read(&vn->hs_done));
-	seq_printf(seq, "handshakes_aborted %lld\n",
-		   atomic64_read(&vn->hs_aborted));
-	seq_printf(seq, "connections_rdma %lld\n",
-		   atomic64_read(&vn->conns_rdma));
-	visock_proc_show_stats(seq, vn);
+	seq_printf(seq, "handshakes_started %llu\n", t.hs_started);
+	seq_printf(seq, "handshakes_done %llu\n", t.hs_done);
+	seq_printf(seq, "handshakes_aborted %llu\n", t.hs_aborted);
+	seq_printf(seq, "connections_rdma %llu\n", t.conns_rdma);
+	seq_printf(seq, "rdma_bytes_sent %llu\n", t.data.rdma_bytes_sent);
+	seq_printf(seq, "rdma_bytes_rcvd %llu\n", t.data.rdma_bytes_rcvd);
+	seq_printf(seq, "rdma_wr_posted %llu\n", t.data.rdma_wr_posted);
+	seq_printf(seq, "rdma_wc %llu\n", t.data.rdma_wc);
+	seq_printf(seq, "cursor_msgs_sent %llu\n", t.data.cdc_sent);
+	seq_printf(seq, "cursor_msgs_rcvd %llu\n", t.data.cdc_rcvd);
+	seq_printf(seq, "tx_ring_full_waits %llu\n", t.data.tx_waits);
+	seq_printf(seq, "rdma_failovers %llu\n", t.data.failovers);
+	seq_printf(seq, "tcp_bytes_sent %llu\n", t.data.tcp_bytes_sent);
+	seq_printf(seq, "tcp_bytes_rcvd %llu\n", t.data.tcp_bytes_rcvd);
 	for (i = 1; i < __VISOCK_FB_MAX; i++)
-		seq_printf(seq, "fallback_%s %lld\n", visock_fb_name(i),
-			   atomic64_read(&vn->fallbacks[i]));
+		seq_printf(seq, "fallback_%s %llu\n", visock_fb_name(i),
+			   t.fallbacks[i]);
 	return 0;
 }
 

@@ -111,6 +111,7 @@ if stage_wanted kunit; then
 fi
 
 banner "selftests (build)"
+# The ctl tests run tools/visock/visockctl; the guests cannot build it.
 { make -s -C "$T/selftests/net/visock" && make -s -C "$ROOT/tools/visock"; } \
 	>"$OUT/selftests-build.log" 2>&1
 rc=$?

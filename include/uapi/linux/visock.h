@@ -163,4 +163,233 @@ enum visock_fallback_reason {
 
 #define VISOCK_FB_MAX	(__VISOCK_FB_MAX - 1)
 
+/*
+ * Socket diagnostics: NETLINK_SOCK_DIAG, nlmsg_type SOCK_DIAG_BY_FAMILY,
+ * NLM_F_DUMP, with a struct visock_diag_req whose sdiag_family is
+ * AF_VISOCK.  The reply is one struct visock_diag_msg per socket of the
+ * requester's network namespace, followed by VISOCK_DIAG_* attributes.
+ */
+
+/**
+ * struct visock_diag_req - request of a visock socket dump
+ * @sdiag_family: AF_VISOCK
+ * @sdiag_protocol: 0
+ * @vdiag_pad: 0
+ * @vdiag_states: bit mask of socket states (1 << TCP_ESTABLISHED, ...);
+ *	0 selects every state
+ * @vdiag_modes: bit mask of modes (1 << VISOCK_MODE_RDMA, ...); 0 selects
+ *	every mode
+ * @vdiag_ino: only the socket with this inode number; 0 selects all
+ * @vdiag_show: VISOCK_SHOW_* bits: attributes wanted in the reply
+ */
+struct visock_diag_req {
+	__u8	sdiag_family;
+	__u8	sdiag_protocol;
+	__u16	vdiag_pad;
+	__u32	vdiag_states;
+	__u32	vdiag_modes;
+	__u32	vdiag_ino;
+	__u32	vdiag_show;
+};
+
+#define VISOCK_SHOW_INFO	0x1	/* VISOCK_DIAG_INFO */
+#define VISOCK_SHOW_RING	0x2	/* VISOCK_DIAG_RING */
+#define VISOCK_SHOW_LINK	0x4	/* VISOCK_DIAG_LINK */
+
+/**
+ * struct visock_diag_msg - one visock socket in a dump
+ * @vdiag_family: AF_VISOCK
+ * @vdiag_state: state of the visock socket (TCP_* values)
+ * @vdiag_mode: enum visock_mode
+ * @vdiag_fallback_reason: enum visock_fallback_reason
+ * @vdiag_ip_family: AF_INET or AF_INET6, the family of the TCP connection
+ * @vdiag_tcp_state: state of the internal TCP socket, 0 if it is gone
+ * @vdiag_pad: 0
+ * @vdiag_sport: local port, network byte order
+ * @vdiag_dport: remote port, network byte order
+ * @vdiag_src: local address (IPv4 in the first word)
+ * @vdiag_dst: remote address (IPv4 in the first word)
+ * @vdiag_uid: owner of the socket, in the requester's user namespace
+ * @vdiag_ino: inode number of the socket, 0 if it has no file
+ * @vdiag_id: visock socket number, unique while the module is loaded
+ */
+struct visock_diag_msg {
+	__u8	vdiag_family;
+	__u8	vdiag_state;
+	__u8	vdiag_mode;
+	__u8	vdiag_fallback_reason;
+	__u8	vdiag_ip_family;
+	__u8	vdiag_tcp_state;
+	__u16	vdiag_pad;
+	__be16	vdiag_sport;
+	__be16	vdiag_dport;
+	__be32	vdiag_src[4];
+	__be32	vdiag_dst[4];
+	__u32	vdiag_uid;
+	__u32	vdiag_ino;
+	__u64	vdiag_id;
+};
+
+/* Attributes after struct visock_diag_msg. */
+enum {
+	VISOCK_DIAG_NONE,
+	VISOCK_DIAG_INFO,	/* struct visock_info, as VISOCK_INFO */
+	VISOCK_DIAG_RING,	/* struct visock_diag_ring (RDMA mode) */
+	VISOCK_DIAG_LINK,	/* struct visock_diag_link (with a link) */
+	__VISOCK_DIAG_MAX,
+};
+
+#define VISOCK_DIAG_MAX	(__VISOCK_DIAG_MAX - 1)
+
+/**
+ * struct visock_diag_ring - fill levels of a connection's rings
+ * @vdr_rx_size: size of our receive ring, bytes
+ * @vdr_rx_used: bytes the peer wrote that the application has not read
+ * @vdr_tx_size: size of the peer's ring (and of our send buffer)
+ * @vdr_tx_used: bytes written by the application that the peer has not
+ *	consumed yet (in flight, in the peer's ring or still in our buffer)
+ * @vdr_tx_unsent: part of @vdr_tx_used not posted to the peer yet
+ * @vdr_credits: receive requests of the peer we may still consume
+ * @vdr_sq_free: free send queue slots
+ * @vdr_state: 0 live, 1 failed, 2 stopped
+ */
+struct visock_diag_ring {
+	__u32	vdr_rx_size;
+	__u32	vdr_rx_used;
+	__u32	vdr_tx_size;
+	__u32	vdr_tx_used;
+	__u32	vdr_tx_unsent;
+	__u32	vdr_credits;
+	__u32	vdr_sq_free;
+	__u32	vdr_state;
+};
+
+#define VISOCK_DIAG_DEVNAME_LEN	64
+
+/**
+ * struct visock_diag_link - the RDMA link (queue pair) of a connection
+ * @vdl_dev: RDMA device name, empty once the device is gone
+ * @vdl_port: port of the device
+ * @vdl_qpn: local queue pair number
+ * @vdl_peer_qpn: the peer's queue pair number
+ * @vdl_state: VISOCK_LINK_STATE_*
+ * @vdl_gid: local GID
+ * @vdl_reg_bytes: memory registered for the link (rings, buffers), bytes
+ * @vdl_wr_posted: work requests posted on the link
+ * @vdl_wc_ok: successful work completions
+ * @vdl_wc_err: failed or flushed work completions
+ */
+struct visock_diag_link {
+	char	vdl_dev[VISOCK_DIAG_DEVNAME_LEN];
+	__u32	vdl_port;
+	__u32	vdl_qpn;
+	__u32	vdl_peer_qpn;
+	__u32	vdl_state;
+	__u8	vdl_gid[16];
+	__u64	vdl_reg_bytes;
+	__u64	vdl_wr_posted;
+	__u64	vdl_wc_ok;
+	__u64	vdl_wc_err;
+};
+
+#define VISOCK_LINK_STATE_NEW		0	/* being created */
+#define VISOCK_LINK_STATE_INIT		1	/* QP created, not connected */
+#define VISOCK_LINK_STATE_UP		2	/* QP connected (RTS) */
+#define VISOCK_LINK_STATE_FAILED	3	/* connecting failed */
+#define VISOCK_LINK_STATE_DEAD		4	/* its device went away */
+
+/*
+ * Generic netlink family VISOCK_GENL_NAME: statistics, devices and the
+ * per-namespace switch.  Every command acts on the requester's network
+ * namespace.  RESET_STATS and SET need CAP_NET_ADMIN in the user
+ * namespace owning the network namespace.
+ */
+#define VISOCK_GENL_NAME	"visock"
+#define VISOCK_GENL_VERSION	1
+
+enum {
+	VISOCK_CMD_UNSPEC,
+	VISOCK_CMD_GET_STATS,	/* doit: VISOCK_A_STATS and VISOCK_A_ENABLE */
+	VISOCK_CMD_RESET_STATS,	/* doit: counters start again from 0 */
+	VISOCK_CMD_GET_DEVICES,	/* dumpit: one VISOCK_A_DEV per message */
+	VISOCK_CMD_SET,		/* doit: VISOCK_A_ENABLE */
+	__VISOCK_CMD_MAX,
+};
+
+#define VISOCK_CMD_MAX	(__VISOCK_CMD_MAX - 1)
+
+enum {
+	VISOCK_A_UNSPEC,
+	VISOCK_A_ENABLE,	/* u8: net.visock.enable */
+	VISOCK_A_STATS,		/* nest: VISOCK_STATS_A_* */
+	VISOCK_A_DEV,		/* nest: VISOCK_DEV_A_* */
+	__VISOCK_A_MAX,
+};
+
+#define VISOCK_A_MAX	(__VISOCK_A_MAX - 1)
+
+/*
+ * Counters (u64) count events since the namespace was created or
+ * VISOCK_CMD_RESET_STATS; gauges (marked) are current values.
+ */
+enum {
+	VISOCK_STATS_A_UNSPEC,
+	VISOCK_STATS_A_PAD,
+	VISOCK_STATS_A_CONNS_RDMA,	/* connections that switched to RDMA */
+	VISOCK_STATS_A_CONNS_FALLBACK,	/* connections that fell back, total */
+	VISOCK_STATS_A_FALLBACK,	/* nest: u64 per reason, type = reason */
+	VISOCK_STATS_A_HS_STARTED,	/* handshakes started */
+	VISOCK_STATS_A_HS_DONE,		/* handshakes that set up RDMA */
+	VISOCK_STATS_A_HS_ABORTED,	/* handshakes that ended the connection */
+	VISOCK_STATS_A_RDMA_BYTES_SENT,
+	VISOCK_STATS_A_RDMA_BYTES_RCVD,
+	VISOCK_STATS_A_TCP_BYTES_SENT,	/* payload of connections in TCP mode */
+	VISOCK_STATS_A_TCP_BYTES_RCVD,
+	VISOCK_STATS_A_WR_POSTED,	/* send work requests posted */
+	VISOCK_STATS_A_WC,		/* work completions handled */
+	VISOCK_STATS_A_CDC_SENT,	/* cursor messages sent */
+	VISOCK_STATS_A_CDC_RCVD,	/* cursor messages received */
+	VISOCK_STATS_A_TX_WAITS,	/* writer found the peer's ring full */
+	VISOCK_STATS_A_SOCKETS,		/* gauge: visock sockets */
+	VISOCK_STATS_A_QPS,		/* gauge: queue pairs (links) */
+	VISOCK_STATS_A_REG_BYTES,	/* gauge: registered memory, bytes */
+	VISOCK_STATS_A_RDMA_DEVICES,	/* gauge: RDMA devices visock uses */
+	VISOCK_STATS_A_FAILOVERS,	/* connections whose link failed: TCP */
+	__VISOCK_STATS_A_MAX,
+};
+
+#define VISOCK_STATS_A_MAX	(__VISOCK_STATS_A_MAX - 1)
+
+enum {
+	VISOCK_DEV_A_UNSPEC,
+	VISOCK_DEV_A_NAME,	/* string: RDMA device name */
+	VISOCK_DEV_A_LINKS,	/* u32: links on the device, all namespaces */
+	VISOCK_DEV_A_PORT,	/* nest, repeated: VISOCK_PORT_A_* */
+	__VISOCK_DEV_A_MAX,
+};
+
+#define VISOCK_DEV_A_MAX	(__VISOCK_DEV_A_MAX - 1)
+
+enum {
+	VISOCK_PORT_A_UNSPEC,
+	VISOCK_PORT_A_NUM,	/* u32 */
+	VISOCK_PORT_A_STATE,	/* u8: enum ib_port_state (4: ACTIVE) */
+	VISOCK_PORT_A_GID,	/* nest, repeated: VISOCK_GID_A_* */
+	__VISOCK_PORT_A_MAX,
+};
+
+#define VISOCK_PORT_A_MAX	(__VISOCK_PORT_A_MAX - 1)
+
+/* Only RoCEv2 GIDs whose net device is in the requester's namespace. */
+enum {
+	VISOCK_GID_A_UNSPEC,
+	VISOCK_GID_A_INDEX,	/* u32: GID table index */
+	VISOCK_GID_A_GID,	/* binary, 16 bytes */
+	VISOCK_GID_A_IFINDEX,	/* u32: net device */
+	VISOCK_GID_A_IFNAME,	/* string: net device */
+	__VISOCK_GID_A_MAX,
+};
+
+#define VISOCK_GID_A_MAX	(__VISOCK_GID_A_MAX - 1)
+
 #endif /* _UAPI_LINUX_VISOCK_H */

@@ -153,12 +153,27 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 	BIN=$SRC_BIN
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
-	visock_preload_test; do
+	visock_preload_test visock_ctl; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
 	fi
 done
+
+# visockctl, for the ctl tests: $VISOCKCTL, the source tree's build, PATH.
+if [ -z "${VISOCKCTL:-}" ]; then
+	VISOCKCTL=$(command -v visockctl 2>/dev/null)
+	for d in "${VISOCK_SRC:-}" "$DIR/../../../../.."; do
+		if [ -n "$d" ] && [ -f "$d/tools/visock/visockctl.c" ]; then
+			[ -x "$d/tools/visock/visockctl" ] ||
+				make -s -C "$d/tools/visock" visockctl >/dev/null 2>&1
+			[ -x "$d/tools/visock/visockctl" ] &&
+				VISOCKCTL=$d/tools/visock/visockctl
+			break
+		fi
+	done
+fi
+export VISOCKCTL
 
 list_prog() {
 	local group=$1 prog=$2 names n
@@ -180,10 +195,12 @@ list_prog stream_lo visock_stream
 list_prog preload visock_preload_test
 list_prog hs visock_hs
 list_prog dp visock_dp
+list_prog ctl visock_ctl
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
 add_test module.unload_busy
 add_test module.unload
+add_test module.ctl_unloaded
 add_test module.fresh_load
 add_test module.reload_loop
 add_test module.restore_state
@@ -334,7 +351,7 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*) NEED_MODULE=1 ;;
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|ctl.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
 done
@@ -575,13 +592,14 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp stream_hs stream_hslo; do
+		for g in hs dp ctl stream_hs stream_hslo; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
-	   ! group_selected stream_hs && ! group_selected stream_hslo; then
+	   ! group_selected ctl && ! group_selected stream_hs &&
+	   ! group_selected stream_hslo; then
 		return
 	fi
 	if [ -w "$ENABLE" ]; then
@@ -594,20 +612,21 @@ hs_pass() {
 	# hs.rdma_ready decides about dp and stream_hs: run it even if not
 	# picked.
 	EXTRA_PICKS=()
-	if group_selected dp || group_selected stream_hs; then
+	if group_selected dp || group_selected ctl ||
+	   group_selected stream_hs; then
 		EXTRA_PICKS=(--pick rdma_ready)
 	fi
 	[ "$NO_CLIENT" = 1 ] && wait_s=30
 	case "$ROLE" in
 	client)
 		if group_selected hs || group_selected dp ||
-		   group_selected stream_hs; then
+		   group_selected ctl || group_selected stream_hs; then
 			run_prog_always hs visock_hs --role client --peer "$PEER" \
 				${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT"
 		fi ;;
 	server)
 		if group_selected hs || group_selected dp ||
-		   group_selected stream_hs; then
+		   group_selected ctl || group_selected stream_hs; then
 			run_prog_always hs visock_hs --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi ;;
@@ -619,6 +638,7 @@ hs_pass() {
 	case "$ROLE" in
 	single)
 		finish_group dp skip "role single: no peer host"
+		finish_group ctl skip "role single: no peer host"
 		finish_group stream_hs skip "role single: no peer host" ;;
 	*)
 		why=
@@ -633,6 +653,16 @@ hs_pass() {
 				--ctl-port "$CTL_PORT" --family visock
 		else
 			run_prog dp visock_dp --role server \
+				--ctl-port "$CTL_PORT" --wait "$wait_s"
+		fi
+		# visockctl against the connections of visock_ctl.
+		if [ -n "$why" ]; then
+			finish_group ctl skip "$why"
+		elif [ "$ROLE" = client ]; then
+			run_prog ctl visock_ctl --role client \
+				--peer "$PEER" --ctl-port "$CTL_PORT"
+		else
+			run_prog ctl visock_ctl --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi
 		if [ -n "$why" ]; then
@@ -786,6 +816,30 @@ test_unload() {
 	esac
 }
 
+# visockctl without the module: exit status 3 and a message that says so.
+test_ctl_unloaded() {
+	local out rc cmd
+
+	if [ -z "$VISOCKCTL" ] || [ ! -x "$VISOCKCTL" ]; then
+		result module.ctl_unloaded skip "no visockctl (make tools)"
+		return
+	fi
+	mod_loaded && unload_retry >/dev/null 2>&1
+	if mod_loaded; then
+		result module.ctl_unloaded fail "cannot unload $MOD"
+		return
+	fi
+	for cmd in stats sockets devices; do
+		out=$("$VISOCKCTL" "$cmd" 2>&1)
+		rc=$?
+		if [ "$rc" != 3 ] || [[ $out != *"not loaded"* ]]; then
+			result module.ctl_unloaded fail "visockctl $cmd without the module: exit $rc, '$out'; expected exit 3, 'not loaded'"
+			return
+		fi
+	done
+	result module.ctl_unloaded pass
+}
+
 test_fresh_load() {
 	local out
 
@@ -845,6 +899,7 @@ if group_selected module; then
 	else
 		[ -n "${SEL[module.unload_busy]:-}" ] && test_unload_busy
 		[ -n "${SEL[module.unload]:-}" ] && test_unload
+		[ -n "${SEL[module.ctl_unloaded]:-}" ] && test_ctl_unloaded
 		[ -n "${SEL[module.fresh_load]:-}" ] && test_fresh_load
 		[ -n "${SEL[module.reload_loop]:-}" ] && test_reload_loop
 		[ -n "${SEL[module.restore_state]:-}" ] && test_restore_state

@@ -1,0 +1,904 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visockctl - inspect and control visock (AF_VISOCK) in a network namespace.
+ *
+ *   visockctl sockets [-a|-l] [--rdma|--tcp] [--ino N] [--json]
+ *   visockctl stats [--reset] [--json]
+ *   visockctl links [--json]
+ *   visockctl devices [--json]
+ *   visockctl enable | disable
+ *
+ * Sockets and links come from the kernel's sock_diag (NETLINK_SOCK_DIAG,
+ * family AF_VISOCK), statistics, devices and the switch from the "visock"
+ * generic netlink family.  Plain netlink, no library: it runs wherever the
+ * kernel module does.  See visockctl(8).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/visock.h>
+
+#define BUF_SIZE	(64 * 1024)
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* Exit codes: 0 ok, 1 error, 2 usage, 3 module not loaded. */
+#define EXIT_USAGE	2
+#define EXIT_NOMOD	3
+
+static bool json;
+static const char *prog = "visockctl";
+
+static void die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
+static void die_nomod(void)
+{
+	if (access("/sys/module/visock", F_OK))
+		die(EXIT_NOMOD, "the visock kernel module is not loaded (modprobe visock)");
+	die(EXIT_NOMOD, "the visock kernel module does not offer this interface (older module?)");
+}
+
+/* ---- netlink plumbing ---- */
+
+struct nl {
+	int fd;
+	int proto;
+	uint32_t seq;
+};
+
+static void nl_open(struct nl *nl, int proto)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+
+	nl->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, proto);
+	if (nl->fd < 0)
+		die(1, "netlink socket: %s", strerror(errno));
+	if (bind(nl->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die(1, "netlink bind: %s", strerror(errno));
+	nl->proto = proto;
+	nl->seq = (uint32_t)getpid() ^ 0x5653;
+}
+
+static void nl_send(struct nl *nl, struct nlmsghdr *nlh)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+
+	nlh->nlmsg_seq = ++nl->seq;
+	if (sendto(nl->fd, nlh, nlh->nlmsg_len, 0, (struct sockaddr *)&sa,
+		   sizeof(sa)) < 0)
+		die(1, "netlink send: %s", strerror(errno));
+}
+
+typedef void (*nl_cb)(const struct nlmsghdr *nlh, void *arg);
+
+/*
+ * Receive the answer to the last request: call @cb for every data
+ * message until NLMSG_DONE or the ACK.  Returns 0 or a negative errno.
+ */
+static int nl_recv(struct nl *nl, nl_cb cb, void *arg)
+{
+	static uint64_t buf[BUF_SIZE / 8];
+	struct nlmsghdr *nlh;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(nl->fd, buf, sizeof(buf), 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die(1, "netlink receive: %s", strerror(errno));
+		}
+		for (nlh = (struct nlmsghdr *)buf; NLMSG_OK(nlh, (size_t)n);
+		     nlh = NLMSG_NEXT(nlh, n)) {
+			if (nlh->nlmsg_seq != nl->seq)
+				continue;
+			if (nlh->nlmsg_type == NLMSG_DONE)
+				return 0;
+			if (nlh->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(nlh);
+
+				return e->error;
+			}
+			if (cb)
+				cb(nlh, arg);
+			if (!(nlh->nlmsg_flags & NLM_F_MULTI))
+				return 0;
+		}
+	}
+}
+
+static struct nlattr *nla_put(struct nlmsghdr *nlh, int type, const void *data,
+			      int len)
+{
+	struct nlattr *a = (struct nlattr *)((char *)nlh +
+					     NLMSG_ALIGN(nlh->nlmsg_len));
+
+	a->nla_type = type;
+	a->nla_len = NLA_HDRLEN + len;
+	if (len)
+		memcpy((char *)a + NLA_HDRLEN, data, len);
+	nlh->nlmsg_len = NLMSG_ALIGN(nlh->nlmsg_len) + NLA_ALIGN(a->nla_len);
+	return a;
+}
+
+static bool nla_ok(const struct nlattr *a, int rem)
+{
+	return rem >= NLA_HDRLEN && a->nla_len >= NLA_HDRLEN &&
+	       a->nla_len <= rem;
+}
+
+static const struct nlattr *nla_next(const struct nlattr *a, int *rem)
+{
+	*rem -= NLA_ALIGN(a->nla_len);
+	return (const struct nlattr *)((const char *)a + NLA_ALIGN(a->nla_len));
+}
+
+/* Index the attributes in [@data, @data + @len) by type (last wins). */
+static void nla_parse(const struct nlattr **tb, int max, const void *data,
+		      int len)
+{
+	const struct nlattr *a = data;
+
+	memset(tb, 0, sizeof(*tb) * (max + 1));
+	for (; nla_ok(a, len); a = nla_next(a, &len)) {
+		int type = a->nla_type & NLA_TYPE_MASK;
+
+		if (type <= max)
+			tb[type] = a;
+	}
+}
+
+static const void *nla_data(const struct nlattr *a)
+{
+	return (const char *)a + NLA_HDRLEN;
+}
+
+static int nla_len(const struct nlattr *a)
+{
+	return a->nla_len - NLA_HDRLEN;
+}
+
+static uint64_t nla_u64(const struct nlattr *a)
+{
+	uint64_t v = 0;
+
+	if (a && nla_len(a) >= 8)
+		memcpy(&v, nla_data(a), 8);
+	return v;
+}
+
+static uint32_t nla_u32(const struct nlattr *a)
+{
+	uint32_t v = 0;
+
+	if (a && nla_len(a) >= 4)
+		memcpy(&v, nla_data(a), 4);
+	return v;
+}
+
+static uint8_t nla_u8(const struct nlattr *a)
+{
+	return a && nla_len(a) >= 1 ? *(const uint8_t *)nla_data(a) : 0;
+}
+
+/* ---- generic netlink ---- */
+
+static int genl_family_id(struct nl *nl);
+
+struct genl_req {
+	struct nlmsghdr nlh;
+	struct genlmsghdr g;
+	char attrs[256];
+};
+
+static void genl_init(struct genl_req *r, int family, int cmd, int flags)
+{
+	memset(r, 0, sizeof(*r));
+	r->nlh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
+	r->nlh.nlmsg_type = family;
+	r->nlh.nlmsg_flags = NLM_F_REQUEST | flags;
+	r->g.cmd = cmd;
+	r->g.version = VISOCK_GENL_VERSION;
+}
+
+static void family_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct genlmsghdr *g = NLMSG_DATA(nlh);
+	const struct nlattr *tb[CTRL_ATTR_MAX + 1];
+
+	nla_parse(tb, CTRL_ATTR_MAX, (const char *)g + GENL_HDRLEN,
+		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	if (tb[CTRL_ATTR_FAMILY_ID])
+		*(int *)arg = *(const uint16_t *)nla_data(tb[CTRL_ATTR_FAMILY_ID]);
+}
+
+static int genl_family_id(struct nl *nl)
+{
+	struct genl_req r;
+	int id = -1, err;
+
+	genl_init(&r, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0);
+	r.g.version = 1;
+	nla_put(&r.nlh, CTRL_ATTR_FAMILY_NAME, VISOCK_GENL_NAME,
+		sizeof(VISOCK_GENL_NAME));
+	nl_send(nl, &r.nlh);
+	err = nl_recv(nl, family_cb, &id);
+	if (err == -ENOENT || (!err && id < 0))
+		die_nomod();
+	if (err)
+		die(1, "looking up the genetlink family: %s", strerror(-err));
+	return id;
+}
+
+static int genl_open(struct nl *nl)
+{
+	nl_open(nl, NETLINK_GENERIC);
+	return genl_family_id(nl);
+}
+
+static void genl_simple(int cmd, const void *attr, int type, int len,
+			const char *what)
+{
+	struct genl_req r;
+	struct nl nl;
+	int fam, err;
+
+	fam = genl_open(&nl);
+	genl_init(&r, fam, cmd, NLM_F_ACK);
+	if (attr)
+		nla_put(&r.nlh, type, attr, len);
+	nl_send(&nl, &r.nlh);
+	err = nl_recv(&nl, NULL, NULL);
+	if (err == -EPERM)
+		die(1, "%s: permission denied (needs CAP_NET_ADMIN)", what);
+	if (err)
+		die(1, "%s: %s", what, strerror(-err));
+	close(nl.fd);
+}
+
+/* ---- names ---- */
+
+static const char *const fb_names[] = {
+	"none", "disabled", "peer_no_visock", "no_device", "peer_no_device",
+	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
+	"buf_exhausted", "device_gone", "syncookie", "io",
+};
+
+static const char *fb_name(unsigned int r)
+{
+	return r < ARRAY_SIZE(fb_names) ? fb_names[r] : "unknown";
+}
+
+static const char *mode_name(unsigned int m)
+{
+	static const char *const n[] = { "init", "handshake", "rdma", "tcp" };
+
+	return m < ARRAY_SIZE(n) ? n[m] : "unknown";
+}
+
+static const char *state_name(unsigned int s)
+{
+	static const char *const n[] = {
+		"UNKNOWN", "ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1",
+		"FIN-WAIT-2", "TIME-WAIT", "UNCONN", "CLOSE-WAIT", "LAST-ACK",
+		"LISTEN", "CLOSING",
+	};
+
+	return s < ARRAY_SIZE(n) ? n[s] : "UNKNOWN";
+}
+
+static const char *link_state_name(unsigned int s)
+{
+	static const char *const n[] = { "new", "init", "up", "failed", "dead" };
+
+	return s < ARRAY_SIZE(n) ? n[s] : "unknown";
+}
+
+static const char *port_state_name(unsigned int s)
+{
+	static const char *const n[] = {
+		"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER",
+	};
+
+	return s < ARRAY_SIZE(n) ? n[s] : "UNKNOWN";
+}
+
+static void fmt_addr(char *buf, size_t len, int family, const uint32_t *a,
+		     uint16_t port_be)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	if (family == AF_INET6) {
+		inet_ntop(AF_INET6, a, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(port_be));
+	} else {
+		inet_ntop(AF_INET, a, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, ntohs(port_be));
+	}
+}
+
+/* @in as the inside of a JSON string (names come from the kernel). */
+static const char *json_esc(const char *in)
+{
+	static char bufs[2][256];
+	static int which;
+	char *out = bufs[which ^= 1];
+	size_t o = 0;
+
+	for (; *in && o + 7 < sizeof(bufs[0]); in++) {
+		unsigned char ch = *in;
+
+		if (ch == '"' || ch == '\\') {
+			out[o++] = '\\';
+			out[o++] = ch;
+		} else if (ch < 0x20) {
+			o += snprintf(out + o, 7, "\\u%04x", ch);
+		} else {
+			out[o++] = ch;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static void fmt_gid(char *buf, size_t len, const uint8_t *gid)
+{
+	inet_ntop(AF_INET6, gid, buf, len);
+}
+
+/* ---- sockets and links (sock_diag) ---- */
+
+struct sock_filter_opts {
+	bool links;		/* links view: only sockets with a link */
+	int port;		/* only sockets with this local or peer port */
+	bool header_done;
+	unsigned int count;
+};
+
+static void print_socket(const struct visock_diag_msg *m,
+			 const struct visock_info *vi,
+			 const struct visock_diag_ring *ring,
+			 const struct visock_diag_link *link,
+			 struct sock_filter_opts *o)
+{
+	char local[64], peer[64], gid[INET6_ADDRSTRLEN];
+	static const struct visock_info none;
+
+	if (!vi)
+		vi = &none;
+	if (o->port && ntohs(m->vdiag_sport) != o->port &&
+	    ntohs(m->vdiag_dport) != o->port)
+		return;
+	fmt_addr(local, sizeof(local), m->vdiag_ip_family, m->vdiag_src,
+		 m->vdiag_sport);
+	fmt_addr(peer, sizeof(peer), m->vdiag_ip_family, m->vdiag_dst,
+		 m->vdiag_dport);
+
+	if (o->links) {
+		if (!link)
+			return;
+		fmt_gid(gid, sizeof(gid), link->vdl_gid);
+		if (json) {
+			printf("%s\n  {\"socket_id\":%" PRIu64 ",\"inode\":%u,"
+			       "\"device\":\"%s\",\"port\":%u,\"qpn\":%u,"
+			       "\"peer_qpn\":%u,\"state\":\"%s\",\"gid\":\"%s\","
+			       "\"local\":\"%s\",\"peer\":\"%s\","
+			       "\"registered_bytes\":%" PRIu64 ","
+			       "\"wr_posted\":%" PRIu64 ",\"wc_ok\":%" PRIu64
+			       ",\"wc_err\":%" PRIu64 "}",
+			       o->count ? "," : "", (uint64_t)m->vdiag_id,
+			       m->vdiag_ino, json_esc(link->vdl_dev),
+			       link->vdl_port,
+			       link->vdl_qpn, link->vdl_peer_qpn,
+			       link_state_name(link->vdl_state), gid, local,
+			       peer, (uint64_t)link->vdl_reg_bytes,
+			       (uint64_t)link->vdl_wr_posted,
+			       (uint64_t)link->vdl_wc_ok,
+			       (uint64_t)link->vdl_wc_err);
+		} else {
+			if (!o->header_done)
+				printf("%-8s %-4s %-7s %-8s %-7s %-24s %-24s %-10s %s\n",
+				       "Device", "Port", "QPN", "PeerQPN",
+				       "State", "Local", "Peer", "RegBytes",
+				       "WR/WC");
+			o->header_done = true;
+			printf("%-8s %-4u %-7u %-8u %-7s %-24s %-24s %-10" PRIu64
+			       " %" PRIu64 "/%" PRIu64 "\n",
+			       link->vdl_dev[0] ? link->vdl_dev : "-",
+			       link->vdl_port, link->vdl_qpn,
+			       link->vdl_peer_qpn,
+			       link_state_name(link->vdl_state), local, peer,
+			       (uint64_t)link->vdl_reg_bytes,
+			       (uint64_t)link->vdl_wr_posted,
+			       (uint64_t)(link->vdl_wc_ok + link->vdl_wc_err));
+		}
+		o->count++;
+		return;
+	}
+
+	if (json) {
+		printf("%s\n  {\"id\":%" PRIu64 ",\"state\":\"%s\","
+		       "\"mode\":\"%s\",\"fallback\":\"%s\","
+		       "\"family\":\"%s\",\"local\":\"%s\",\"peer\":\"%s\","
+		       "\"uid\":%u,\"inode\":%u,\"tcp_state\":\"%s\","
+		       "\"version\":%u,\"local_qpn\":%u,\"peer_qpn\":%u,"
+		       "\"rbuf_size\":%u,\"peer_rbuf_size\":%u,"
+		       "\"link_up\":%s,"
+		       "\"rdma_bytes_sent\":%" PRIu64 ","
+		       "\"rdma_bytes_rcvd\":%" PRIu64 ","
+		       "\"tcp_bytes_sent\":%" PRIu64 ","
+		       "\"tcp_bytes_rcvd\":%" PRIu64 ","
+		       "\"wr_posted\":%" PRIu64 ",\"wc\":%" PRIu64 ","
+		       "\"cursor_msgs_sent\":%" PRIu64 ","
+		       "\"cursor_msgs_rcvd\":%" PRIu64 ","
+		       "\"tx_ring_full_waits\":%" PRIu64,
+		       o->count ? "," : "", (uint64_t)m->vdiag_id,
+		       state_name(m->vdiag_state), mode_name(m->vdiag_mode),
+		       fb_name(m->vdiag_fallback_reason),
+		       m->vdiag_ip_family == AF_INET6 ? "inet6" : "inet",
+		       local, peer, m->vdiag_uid, m->vdiag_ino,
+		       state_name(m->vdiag_tcp_state), vi->vi_version,
+		       vi->vi_local_qpn, vi->vi_peer_qpn, vi->vi_rbuf_size,
+		       vi->vi_peer_rbuf_size,
+		       vi->vi_flags & VISOCK_INFO_F_LINK_UP ? "true" : "false",
+		       (uint64_t)vi->vi_rdma_bytes_sent,
+		       (uint64_t)vi->vi_rdma_bytes_rcvd,
+		       (uint64_t)vi->vi_tcp_bytes_sent,
+		       (uint64_t)vi->vi_tcp_bytes_rcvd,
+		       (uint64_t)vi->vi_rdma_wr_posted,
+		       (uint64_t)vi->vi_rdma_wc, (uint64_t)vi->vi_cdc_sent,
+		       (uint64_t)vi->vi_cdc_rcvd, (uint64_t)vi->vi_tx_waits);
+		if (ring)
+			printf(",\"rx_ring_size\":%u,\"rx_ring_used\":%u,"
+			       "\"tx_ring_size\":%u,\"tx_ring_used\":%u,"
+			       "\"tx_unsent\":%u,\"credits\":%u",
+			       ring->vdr_rx_size, ring->vdr_rx_used,
+			       ring->vdr_tx_size, ring->vdr_tx_used,
+			       ring->vdr_tx_unsent, ring->vdr_credits);
+		if (link)
+			printf(",\"device\":\"%s\",\"link_state\":\"%s\"",
+			       json_esc(link->vdl_dev),
+			       link_state_name(link->vdl_state));
+		printf("}");
+	} else {
+		char rx[32] = "-", tx[32] = "-", mode[32];
+		uint64_t sent, rcvd;
+
+		if (!o->header_done)
+			printf("%-10s %-20s %-24s %-24s %-6s %-8s %-11s %-11s %-13s %-13s %s\n",
+			       "State", "Mode", "Local", "Peer", "Uid",
+			       "Inode", "Sent", "Rcvd", "RxRing", "TxRing",
+			       "Dev/QPN");
+		o->header_done = true;
+		if (m->vdiag_mode == VISOCK_MODE_TCP)
+			snprintf(mode, sizeof(mode), "tcp(%s)",
+				 fb_name(m->vdiag_fallback_reason));
+		else
+			snprintf(mode, sizeof(mode), "%s",
+				 mode_name(m->vdiag_mode));
+		if (m->vdiag_mode == VISOCK_MODE_RDMA) {
+			sent = vi->vi_rdma_bytes_sent;
+			rcvd = vi->vi_rdma_bytes_rcvd;
+		} else {
+			sent = vi->vi_tcp_bytes_sent;
+			rcvd = vi->vi_tcp_bytes_rcvd;
+		}
+		if (ring) {
+			snprintf(rx, sizeof(rx), "%u/%u", ring->vdr_rx_used,
+				 ring->vdr_rx_size);
+			snprintf(tx, sizeof(tx), "%u/%u", ring->vdr_tx_used,
+				 ring->vdr_tx_size);
+		}
+		printf("%-10s %-20s %-24s %-24s %-6u %-8u %-11" PRIu64
+		       " %-11" PRIu64 " %-13s %-13s ",
+		       state_name(m->vdiag_state), mode, local, peer,
+		       m->vdiag_uid, m->vdiag_ino, sent, rcvd, rx, tx);
+		if (link)
+			printf("%s/%u\n", link->vdl_dev[0] ? link->vdl_dev : "-",
+			       link->vdl_qpn);
+		else
+			printf("-\n");
+	}
+	o->count++;
+}
+
+static void diag_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct visock_diag_msg *m = NLMSG_DATA(nlh);
+	const struct nlattr *tb[VISOCK_DIAG_MAX + 1];
+	struct visock_diag_link link;
+	struct visock_diag_ring ring;
+	struct visock_info vi;
+	bool have_vi = false, have_ring = false, have_link = false;
+
+	if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
+		return;
+	nla_parse(tb, VISOCK_DIAG_MAX, (const char *)m + NLMSG_ALIGN(sizeof(*m)),
+		  nlh->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(*m))));
+	/* Structures only grow: copy what the kernel sent, zero the rest. */
+	memset(&vi, 0, sizeof(vi));
+	memset(&ring, 0, sizeof(ring));
+	memset(&link, 0, sizeof(link));
+	if (tb[VISOCK_DIAG_INFO]) {
+		memcpy(&vi, nla_data(tb[VISOCK_DIAG_INFO]),
+		       (size_t)nla_len(tb[VISOCK_DIAG_INFO]) < sizeof(vi) ?
+		       (size_t)nla_len(tb[VISOCK_DIAG_INFO]) : sizeof(vi));
+		have_vi = true;
+	}
+	if (tb[VISOCK_DIAG_RING]) {
+		memcpy(&ring, nla_data(tb[VISOCK_DIAG_RING]),
+		       (size_t)nla_len(tb[VISOCK_DIAG_RING]) < sizeof(ring) ?
+		       (size_t)nla_len(tb[VISOCK_DIAG_RING]) : sizeof(ring));
+		have_ring = true;
+	}
+	if (tb[VISOCK_DIAG_LINK]) {
+		memcpy(&link, nla_data(tb[VISOCK_DIAG_LINK]),
+		       (size_t)nla_len(tb[VISOCK_DIAG_LINK]) < sizeof(link) ?
+		       (size_t)nla_len(tb[VISOCK_DIAG_LINK]) : sizeof(link));
+		link.vdl_dev[sizeof(link.vdl_dev) - 1] = 0;
+		have_link = true;
+	}
+	print_socket(m, have_vi ? &vi : NULL, have_ring ? &ring : NULL,
+		     have_link ? &link : NULL, arg);
+}
+
+static void diag_dump(uint32_t states, uint32_t modes, uint32_t ino,
+		      int port, bool links_view)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct visock_diag_req req;
+	} r;
+	struct sock_filter_opts o = { .links = links_view, .port = port };
+	struct nl nl;
+	int err;
+
+	nl_open(&nl, NETLINK_SOCK_DIAG);
+	memset(&r, 0, sizeof(r));
+	r.nlh.nlmsg_len = sizeof(r);
+	r.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	r.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	r.req.sdiag_family = AF_VISOCK;
+	r.req.vdiag_states = states;
+	r.req.vdiag_modes = modes;
+	r.req.vdiag_ino = ino;
+	r.req.vdiag_show = VISOCK_SHOW_INFO | VISOCK_SHOW_RING |
+			   VISOCK_SHOW_LINK;
+	nl_send(&nl, &r.nlh);
+	if (json)
+		printf("[");
+	err = nl_recv(&nl, diag_cb, &o);
+	if (err == -ENOENT)
+		die_nomod();
+	if (err)
+		die(1, "socket dump: %s", strerror(-err));
+	if (json)
+		printf("%s]\n", o.count ? "\n" : "");
+	else if (!o.count)
+		printf(links_view ? "no links\n" : "no sockets\n");
+	close(nl.fd);
+}
+
+/* ---- statistics ---- */
+
+static const struct {
+	int type;
+	const char *name;
+} stat_names[] = {
+	{ VISOCK_STATS_A_SOCKETS, "sockets" },
+	{ VISOCK_STATS_A_CONNS_RDMA, "connections_rdma" },
+	{ VISOCK_STATS_A_CONNS_FALLBACK, "connections_fallback" },
+	{ VISOCK_STATS_A_HS_STARTED, "handshakes_started" },
+	{ VISOCK_STATS_A_HS_DONE, "handshakes_done" },
+	{ VISOCK_STATS_A_HS_ABORTED, "handshakes_aborted" },
+	{ VISOCK_STATS_A_RDMA_BYTES_SENT, "rdma_bytes_sent" },
+	{ VISOCK_STATS_A_RDMA_BYTES_RCVD, "rdma_bytes_rcvd" },
+	{ VISOCK_STATS_A_TCP_BYTES_SENT, "tcp_bytes_sent" },
+	{ VISOCK_STATS_A_TCP_BYTES_RCVD, "tcp_bytes_rcvd" },
+	{ VISOCK_STATS_A_WR_POSTED, "rdma_wr_posted" },
+	{ VISOCK_STATS_A_WC, "rdma_wc" },
+	{ VISOCK_STATS_A_CDC_SENT, "cursor_msgs_sent" },
+	{ VISOCK_STATS_A_CDC_RCVD, "cursor_msgs_rcvd" },
+	{ VISOCK_STATS_A_TX_WAITS, "tx_ring_full_waits" },
+	{ VISOCK_STATS_A_FAILOVERS, "rdma_failovers" },
+	{ VISOCK_STATS_A_QPS, "qps" },
+	{ VISOCK_STATS_A_REG_BYTES, "registered_bytes" },
+	{ VISOCK_STATS_A_RDMA_DEVICES, "rdma_devices" },
+};
+
+static void stats_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct genlmsghdr *g = NLMSG_DATA(nlh);
+	const struct nlattr *tb[VISOCK_A_MAX + 1];
+	const struct nlattr *st[VISOCK_STATS_A_MAX + 1];
+	const struct nlattr *fb[VISOCK_FB_MAX + 1];
+	unsigned int i;
+	bool first = true;
+
+	(void)arg;
+	nla_parse(tb, VISOCK_A_MAX, (const char *)g + GENL_HDRLEN,
+		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	if (!tb[VISOCK_A_STATS])
+		die(1, "statistics: no statistics in the answer");
+	nla_parse(st, VISOCK_STATS_A_MAX, nla_data(tb[VISOCK_A_STATS]),
+		  nla_len(tb[VISOCK_A_STATS]));
+	memset(fb, 0, sizeof(fb));
+	if (st[VISOCK_STATS_A_FALLBACK])
+		nla_parse(fb, VISOCK_FB_MAX, nla_data(st[VISOCK_STATS_A_FALLBACK]),
+			  nla_len(st[VISOCK_STATS_A_FALLBACK]));
+
+	if (json) {
+		printf("{\"enable\":%u", nla_u8(tb[VISOCK_A_ENABLE]));
+		first = false;
+	} else {
+		printf("%-24s %u\n", "enable", nla_u8(tb[VISOCK_A_ENABLE]));
+	}
+	for (i = 0; i < ARRAY_SIZE(stat_names); i++) {
+		uint64_t v = nla_u64(st[stat_names[i].type]);
+
+		if (json)
+			printf("%s\"%s\":%" PRIu64, first ? "{" : ",",
+			       stat_names[i].name, v);
+		else
+			printf("%-24s %" PRIu64 "\n", stat_names[i].name, v);
+		first = false;
+	}
+	for (i = 1; i <= VISOCK_FB_MAX; i++) {
+		uint64_t v = nla_u64(fb[i]);
+
+		if (json)
+			printf(",\"fallback_%s\":%" PRIu64, fb_name(i), v);
+		else
+			printf("fallback_%-15s %" PRIu64 "\n", fb_name(i), v);
+	}
+	if (json)
+		printf("}\n");
+}
+
+static void cmd_stats(bool reset)
+{
+	struct genl_req r;
+	struct nl nl;
+	int fam, err;
+
+	if (reset)
+		genl_simple(VISOCK_CMD_RESET_STATS, NULL, 0, 0,
+			    "resetting the statistics");
+	fam = genl_open(&nl);
+	genl_init(&r, fam, VISOCK_CMD_GET_STATS, 0);
+	nl_send(&nl, &r.nlh);
+	err = nl_recv(&nl, stats_cb, NULL);
+	if (err)
+		die(1, "statistics: %s", strerror(-err));
+	close(nl.fd);
+}
+
+/* ---- devices ---- */
+
+static void dev_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct genlmsghdr *g = NLMSG_DATA(nlh);
+	const struct nlattr *tb[VISOCK_A_MAX + 1];
+	const struct nlattr *dt[VISOCK_DEV_A_MAX + 1];
+	const struct nlattr *pt[VISOCK_PORT_A_MAX + 1];
+	const struct nlattr *gt[VISOCK_GID_A_MAX + 1];
+	const struct nlattr *a, *ga;
+	unsigned int *count = arg, nports = 0, ngids;
+	char gid[INET6_ADDRSTRLEN];
+	const char *name;
+	int rem, grem;
+
+	nla_parse(tb, VISOCK_A_MAX, (const char *)g + GENL_HDRLEN,
+		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	if (!tb[VISOCK_A_DEV])
+		return;
+	nla_parse(dt, VISOCK_DEV_A_MAX, nla_data(tb[VISOCK_A_DEV]),
+		  nla_len(tb[VISOCK_A_DEV]));
+	name = dt[VISOCK_DEV_A_NAME] ? nla_data(dt[VISOCK_DEV_A_NAME]) : "?";
+	if (json)
+		printf("%s\n  {\"name\":\"%s\",\"links\":%u,\"ports\":[",
+		       *count ? "," : "", json_esc(name),
+		       nla_u32(dt[VISOCK_DEV_A_LINKS]));
+	else
+		printf("%s: links %u\n", name, nla_u32(dt[VISOCK_DEV_A_LINKS]));
+	(*count)++;
+
+	/* Ports are repeated attributes: walk the nest by hand. */
+	a = nla_data(tb[VISOCK_A_DEV]);
+	rem = nla_len(tb[VISOCK_A_DEV]);
+	for (; nla_ok(a, rem); a = nla_next(a, &rem)) {
+		if ((a->nla_type & NLA_TYPE_MASK) != VISOCK_DEV_A_PORT)
+			continue;
+		nla_parse(pt, VISOCK_PORT_A_MAX, nla_data(a), nla_len(a));
+		if (json)
+			printf("%s{\"port\":%u,\"state\":\"%s\",\"gids\":[",
+			       nports ? "," : "", nla_u32(pt[VISOCK_PORT_A_NUM]),
+			       port_state_name(nla_u8(pt[VISOCK_PORT_A_STATE])));
+		else
+			printf("  port %u state %s\n",
+			       nla_u32(pt[VISOCK_PORT_A_NUM]),
+			       port_state_name(nla_u8(pt[VISOCK_PORT_A_STATE])));
+		nports++;
+		ngids = 0;
+		ga = nla_data(a);
+		grem = nla_len(a);
+		for (; nla_ok(ga, grem); ga = nla_next(ga, &grem)) {
+			if ((ga->nla_type & NLA_TYPE_MASK) != VISOCK_PORT_A_GID)
+				continue;
+			nla_parse(gt, VISOCK_GID_A_MAX, nla_data(ga),
+				  nla_len(ga));
+			if (!gt[VISOCK_GID_A_GID] ||
+			    nla_len(gt[VISOCK_GID_A_GID]) != 16)
+				continue;
+			fmt_gid(gid, sizeof(gid), nla_data(gt[VISOCK_GID_A_GID]));
+			name = gt[VISOCK_GID_A_IFNAME] ?
+			       nla_data(gt[VISOCK_GID_A_IFNAME]) : "";
+			if (json)
+				printf("%s{\"index\":%u,\"gid\":\"%s\","
+				       "\"netdev\":\"%s\",\"ifindex\":%u}",
+				       ngids ? "," : "",
+				       nla_u32(gt[VISOCK_GID_A_INDEX]), gid,
+				       json_esc(name),
+				       nla_u32(gt[VISOCK_GID_A_IFINDEX]));
+			else
+				printf("    gid %-3u %-40s netdev %s\n",
+				       nla_u32(gt[VISOCK_GID_A_INDEX]), gid,
+				       name);
+			ngids++;
+		}
+		if (json)
+			printf("]}");
+	}
+	if (json)
+		printf("]}");
+}
+
+static void cmd_devices(void)
+{
+	struct genl_req r;
+	unsigned int count = 0;
+	struct nl nl;
+	int fam, err;
+
+	fam = genl_open(&nl);
+	genl_init(&r, fam, VISOCK_CMD_GET_DEVICES, NLM_F_DUMP);
+	nl_send(&nl, &r.nlh);
+	if (json)
+		printf("[");
+	err = nl_recv(&nl, dev_cb, &count);
+	if (err)
+		die(1, "devices: %s", strerror(-err));
+	if (json)
+		printf("%s]\n", count ? "\n" : "");
+	else if (!count)
+		printf("no RDMA devices\n");
+	close(nl.fd);
+}
+
+/* ---- main ---- */
+
+static void print_usage(FILE *f, int code)
+{
+	fprintf(f,
+		"usage: %s [--json] COMMAND [OPTIONS]\n"
+		"  sockets [-a|--all] [-l|--listening] [--rdma] [--tcp] [--ino N]\n"
+		"          [--port N]  (local or peer port N)\n"
+		"                      visock sockets of this network namespace\n"
+		"  stats [--reset]     counters of this network namespace\n"
+		"  links               RDMA links (queue pairs) and their peers\n"
+		"  devices             RDMA devices, ports and GIDs visock uses\n"
+		"  enable | disable    set net.visock.enable of this namespace\n"
+		"Options: -j/--json machine-readable output.  Exit status: 0 ok,\n"
+		"1 error, 2 usage, 3 visock module not loaded.\n", prog);
+	exit(code);
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_RDMA = 256, OPT_TCP, OPT_INO, OPT_PORT, OPT_RESET };
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "listening", no_argument, NULL, 'l' },
+		{ "rdma", no_argument, NULL, OPT_RDMA },
+		{ "tcp", no_argument, NULL, OPT_TCP },
+		{ "ino", required_argument, NULL, OPT_INO },
+		{ "port", required_argument, NULL, OPT_PORT },
+		{ "reset", no_argument, NULL, OPT_RESET },
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	bool all = false, listening = false, reset = false;
+	uint32_t modes = 0, ino = 0, states;
+	int port = 0;
+	const char *cmd = NULL;
+	int c;
+
+	/* Options may come before or after the command. */
+	while ((c = getopt_long(argc, argv, "-jalh", opts, NULL)) != -1) {
+		switch (c) {
+		case 1:
+			if (cmd)
+				print_usage(stderr, EXIT_USAGE);
+			cmd = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'a':
+			all = true;
+			break;
+		case 'l':
+			listening = true;
+			break;
+		case OPT_RDMA:
+			modes |= 1u << VISOCK_MODE_RDMA;
+			break;
+		case OPT_TCP:
+			modes |= 1u << VISOCK_MODE_TCP;
+			break;
+		case OPT_INO:
+			ino = strtoul(optarg, NULL, 0);
+			break;
+		case OPT_PORT:
+			port = atoi(optarg);
+			if (port <= 0 || port > 65535)
+				die(EXIT_USAGE, "bad port '%s'", optarg);
+			break;
+		case OPT_RESET:
+			reset = true;
+			break;
+		case 'h':
+			print_usage(stdout, 0);
+			break;
+		default:
+			print_usage(stderr, EXIT_USAGE);
+		}
+	}
+	if (!cmd)
+		print_usage(stderr, EXIT_USAGE);
+
+	if (!strcmp(cmd, "sockets") || !strcmp(cmd, "ss")) {
+		/* Like ss: connections by default, -l listeners, -a all. */
+		states = listening ? 1u << 10 : ~(1u << 10);
+		if (all)
+			states = 0;
+		diag_dump(states, modes, ino, port, false);
+	} else if (!strcmp(cmd, "links")) {
+		diag_dump(0, 0, 0, 0, true);
+	} else if (!strcmp(cmd, "stats")) {
+		cmd_stats(reset);
+	} else if (!strcmp(cmd, "devices")) {
+		cmd_devices();
+	} else if (!strcmp(cmd, "enable") || !strcmp(cmd, "disable")) {
+		uint8_t v = !strcmp(cmd, "enable");
+
+		genl_simple(VISOCK_CMD_SET, &v, VISOCK_A_ENABLE, 1,
+			    "setting net.visock.enable");
+	} else {
+		fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
+		print_usage(stderr, EXIT_USAGE);
+	}
+	return 0;
+}
