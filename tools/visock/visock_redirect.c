@@ -19,6 +19,7 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
+#include <mntent.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -44,7 +45,6 @@
 #define PIN_LINK	PIN_DIR "/link"
 #define MOD_DIR		"/sys/module/visock"
 #define MOD_PROTO	MOD_DIR "/parameters/inet_proto"
-#define CGROUP_ROOT	"/sys/fs/cgroup"
 #define HOOK		"update_socket_protocol"
 
 static const char *prog_name = "visock_redirect";
@@ -457,6 +457,24 @@ static int find_cgroup(const char *path, const struct stat *st, int type,
 	return 1;
 }
 
+/* Path of the cgroup with id @id under any cgroup v2 mount, or NULL. */
+static const char *cgroup_path(__u64 id)
+{
+	struct mntent *m;
+	FILE *f;
+
+	show_cg_want = id;
+	show_cg_path[0] = '\0';
+	f = setmntent("/proc/self/mounts", "re");
+	if (!f)
+		return NULL;
+	while (!show_cg_path[0] && (m = getmntent(f)))
+		if (!strcmp(m->mnt_type, "cgroup2"))
+			nftw(m->mnt_dir, find_cgroup, 16, FTW_PHYS | FTW_MOUNT);
+	endmntent(f);
+	return show_cg_path[0] ? show_cg_path : NULL;
+}
+
 static const char *act_name(__u8 act)
 {
 	return act == VR_ACT_EXCLUDE ? "exclude" : "redirect";
@@ -490,14 +508,16 @@ static void show_map(const char *name, int kind)
 		case 'u':
 			printf("  %-8s uid %u\n", act_name(act), *(__u32 *)key);
 			break;
-		default:
-			memcpy(&show_cg_want, key, sizeof(show_cg_want));
-			show_cg_path[0] = '\0';
-			nftw(CGROUP_ROOT, find_cgroup, 16, FTW_PHYS | FTW_MOUNT);
+		default: {
+			const char *cg;
+			__u64 id;
+
+			memcpy(&id, key, sizeof(id));
+			cg = cgroup_path(id);
 			printf("  %-8s cgroup %s (id %llu)\n", act_name(act),
-			       show_cg_path[0] ? show_cg_path : "<gone>",
-			       (unsigned long long)show_cg_want);
+			       cg ? cg : "<gone>", (unsigned long long)id);
 			break;
+		}
 		}
 	}
 	close(fd);

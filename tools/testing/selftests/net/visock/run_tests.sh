@@ -308,12 +308,13 @@ if [ -z "$KO" ] && [ -n "${VISOCK_SRC:-}" ] &&
 	done
 fi
 
+# mod_load [PARAM=VALUE...]
 mod_load() {
 	if [ -n "$KO" ]; then
 		modprobe ib_core 2>/dev/null
-		insmod "$KO"
+		insmod "$KO" "$@"
 	else
-		modprobe $MOD
+		modprobe $MOD "$@"
 	fi
 }
 
@@ -695,6 +696,55 @@ redirect_group() {
 
 	ONLY="after_unload" run_prog redirect visock_redirect_test --role single
 	redirect_cleanup
+	redirect_taken
+}
+
+# Reload the module with inet_proto=262, which MPTCP's protosw already
+# uses: the module must back out of the inet registration and say so,
+# visock_redirect must refuse to load.  Then reload it as before.
+redirect_taken() {
+	local out why= i
+
+	[ -n "${SEL[redirect.proto_taken]:-}" ] || return 0
+	if [ ! -d /proc/sys/net/mptcp ]; then
+		result redirect.proto_taken skip "no MPTCP: nothing else uses a protocol number"
+		return
+	fi
+	for i in $(seq 50); do
+		mod_unload 2>/dev/null && break
+		sleep 0.2
+	done
+	if mod_loaded; then
+		result redirect.proto_taken fail "cannot unload $MOD"
+		return
+	fi
+	if ! out=$(mod_load inet_proto=262 2>&1); then
+		result redirect.proto_taken fail "loading with inet_proto=262: $out"
+		mod_load >/dev/null 2>&1
+		return
+	fi
+	klog_new | grep -q "visock: protocol 262 of AF_INET stream sockets is already used" ||
+		why="no 'already used' message in the kernel log"
+	if out=$("$REDIR_TOOL" load --comm vr_redirected 2>&1); then
+		why="${why:+$why; }visock_redirect loaded"
+		"$REDIR_TOOL" unload >/dev/null 2>&1
+	elif ! grep -q "does not create a visock socket" <<< "$out"; then
+		why="${why:+$why; }unexpected refusal: $out"
+	fi
+	if [ -n "$why" ]; then
+		result redirect.proto_taken fail "$why"
+	else
+		ONLY="proto_taken" run_prog redirect visock_redirect_test \
+			--role single
+	fi
+	mod_unload 2>/dev/null
+	if ! out=$(mod_load 2>&1); then
+		diag "reloading $MOD: $out"
+		return
+	fi
+	# The settings of the run, as module.load made them.
+	[ -w "$ENABLE" ] && echo 0 > "$ENABLE"
+	[ -w "$ACK_TIMEOUT" ] && echo "$TEST_ACK_TIMEOUT" > "$ACK_TIMEOUT"
 }
 if group_selected redirect; then
 	redirect_group

@@ -30,6 +30,9 @@
  * enabled	net.visock.enable=1: they do the visock handshake
  * After unloading:
  * after_unload	nothing is redirected any more
+ * With the module reloaded with inet_proto=262 (IPPROTO_MPTCP, taken):
+ * proto_taken	the module left MPTCP's protosw alone (socket(AF_INET,
+ *		SOCK_STREAM, 262) is still MPTCP) and AF_VISOCK still works
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -516,6 +519,28 @@ static void after_unload(struct vt_ctx *c)
 	close(fd);
 }
 
+static void proto_taken(struct vt_ctx *c)
+{
+	int fd, p;
+
+	(void)c;
+	vt_assert(ipproto_visock == 262, "module not loaded with inet_proto=262 (%d)",
+		  ipproto_visock);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 262);
+	if (fd < 0 && errno == EPROTONOSUPPORT)
+		vt_skip("no MPTCP in this kernel");
+	vt_assert(fd >= 0, "socket(AF_INET, SOCK_STREAM, 262): %s",
+		  vt_errname(errno));
+	p = su_getint(fd, SOL_SOCKET, SO_PROTOCOL);
+	vt_assert(p == 262, "SO_PROTOCOL %d", p);
+	vt_assert(!is_visock(fd), "protocol 262 became a visock socket");
+	close(fd);
+	fd = socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, VISOCKPROTO_TCP4);
+	vt_assert(fd >= 0, "socket(AF_VISOCK): %s", vt_errname(errno));
+	vt_assert(is_visock(fd), "AF_VISOCK socket is not visock");
+	close(fd);
+}
+
 static const struct vt_test tests[] = {
 	{ "inet_direct", inet_direct, NULL, 0, "AF_INET IPPROTO_VISOCK socket" },
 	{ "inet6_direct", inet6_direct, NULL, 0, "AF_INET6 IPPROTO_VISOCK socket" },
@@ -528,6 +553,7 @@ static const struct vt_test tests[] = {
 	{ "disabled", disabled, NULL, 0, "enable=0: plain TCP, DISABLED" },
 	{ "enabled", enabled, NULL, 0, "enable=1: handshake" },
 	{ "after_unload", after_unload, NULL, 0, "nothing redirected" },
+	{ "proto_taken", proto_taken, NULL, 0, "taken number left alone" },
 };
 
 int main(int argc, char **argv)
