@@ -46,6 +46,8 @@
 #define MOD_DIR		"/sys/module/visock"
 #define MOD_PROTO	MOD_DIR "/parameters/inet_proto"
 #define HOOK		"update_socket_protocol"
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define __printf(a, b)	__attribute__((format(printf, a, b)))
 
 static const char *prog_name = "visock_redirect";
 
@@ -54,7 +56,7 @@ static const char *const pinned_maps[] = {
 	"vr_config", "vr_cgroups", "vr_comms", "vr_uids", "vr_stats",
 };
 
-__attribute__((format(printf, 1, 2)))
+__printf(1, 2)
 static void err(const char *fmt, ...)
 {
 	va_list ap;
@@ -263,7 +265,7 @@ static int add_selector(struct visock_redirect_bpf *skel,
 			    s->arg, VR_COMM_LEN - 1, VR_COMM_LEN - 1);
 			return -1;
 		}
-		strncpy(comm, s->arg, sizeof(comm) - 1);
+		memcpy(comm, s->arg, strlen(s->arg));
 		fd = bpf_map__fd(skel->maps.vr_comms);
 		key = comm;
 		break;
@@ -295,7 +297,7 @@ static void unpin_all(void)
 	size_t i;
 
 	unlink(PIN_LINK);
-	for (i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(pinned_maps); i++) {
 		snprintf(path, sizeof(path), "%s/%s", PIN_DIR, pinned_maps[i]);
 		unlink(path);
 	}
@@ -392,7 +394,7 @@ static int cmd_load(int argc, char **argv)
 
 	if (prepare_bpffs())
 		goto out;
-	for (m = 0; m < sizeof(pinned_maps) / sizeof(pinned_maps[0]); m++) {
+	for (m = 0; m < ARRAY_SIZE(pinned_maps); m++) {
 		struct bpf_map *map;
 
 		map = bpf_object__find_map_by_name(skel->obj, pinned_maps[m]);

@@ -161,14 +161,20 @@ for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
 	fi
 done
 
+# list_prog GROUP PROGRAM [INCLUDE [EXCLUDE]]: the program's tests (only
+# those matching the glob INCLUDE and not EXCLUDE) become GROUP.<name>.
 list_prog() {
-	local group=$1 prog=$2 names n
+	local group=$1 prog=$2 incl=${3:-*} excl=${4:-} names n
 
 	if ! names=$("$BIN/$prog" --list 2>/dev/null) || [ -z "$names" ]; then
 		add_test "$group.build"
 		return
 	fi
 	for n in $names; do
+		# shellcheck disable=SC2053
+		[[ $n == $incl ]] || continue
+		# shellcheck disable=SC2053
+		[ -n "$excl" ] && [[ $n == $excl ]] && continue
 		add_test "$group.$n"
 	done
 }
@@ -179,7 +185,7 @@ list_prog xhost visock_test
 list_prog stream_xh visock_stream
 list_prog stream_lo visock_stream
 list_prog preload visock_preload_test
-list_prog redirect visock_redirect_test
+list_prog redirect visock_redirect_test '*' 'xhost_*'
 add_test redirect.load
 add_test redirect.show
 add_test redirect.unload
@@ -187,6 +193,7 @@ list_prog hs visock_hs
 list_prog dp visock_dp
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
+list_prog redirect_hs visock_redirect_test 'xhost_*'
 add_test module.unload_busy
 add_test module.unload
 add_test module.fresh_load
@@ -647,6 +654,8 @@ redirect_group() {
 		run_prog redirect visock_redirect_test --role single
 	if ! awk '$3 == "update_socket_protocol" { f = 1 } END { exit !f }' \
 		/proc/kallsyms; then
+		# The inet registration is there on every kernel.
+		redirect_taken
 		finish_group redirect skip "kernel $(uname -r) has no update_socket_protocol() hook (6.6+); the preload group covers it"
 		return
 	fi
@@ -701,7 +710,8 @@ redirect_group() {
 
 # Reload the module with inet_proto=262, which MPTCP's protosw already
 # uses: the module must back out of the inet registration and say so,
-# visock_redirect must refuse to load.  Then reload it as before.
+# visock_redirect (where the kernel has the hook) must refuse to load.
+# Then reload it as before.
 redirect_taken() {
 	local out why= i
 
@@ -725,7 +735,9 @@ redirect_taken() {
 	fi
 	klog_new | grep -q "visock: protocol 262 of AF_INET stream sockets is already used" ||
 		why="no 'already used' message in the kernel log"
-	if out=$("$REDIR_TOOL" load --comm vr_redirected 2>&1); then
+	if [ -z "$REDIR_TOOL" ]; then
+		:	# no hook, no loader: nothing to refuse
+	elif out=$("$REDIR_TOOL" load --comm vr_redirected 2>&1); then
 		why="${why:+$why; }visock_redirect loaded"
 		"$REDIR_TOOL" unload >/dev/null 2>&1
 	elif ! grep -q "does not create a visock socket" <<< "$out"; then
@@ -751,6 +763,39 @@ if group_selected redirect; then
 	ONLY=
 fi
 
+# redirect_hs WHY WAIT: an unmodified program (visock_redirect_test with
+# comm vr_redirected) gets RDMA between the hosts through the redirect,
+# loaded on both hosts.  WHY: reason to skip (no RDMA between the hosts).
+redirect_hs() {
+	local why=$1 wait_s=$2 out
+
+	group_selected redirect_hs || return 0
+	if [ -z "$why" ] &&
+	   ! awk '$3 == "update_socket_protocol" { f = 1 } END { exit !f }' \
+		/proc/kallsyms; then
+		why="kernel $(uname -r) has no update_socket_protocol() hook (6.6+)"
+	fi
+	[ -z "$why" ] && [ -z "$REDIR_TOOL" ] && REDIR_TOOL=$(redirect_tool)
+	[ -z "$why" ] && [ -z "$REDIR_TOOL" ] && why="visock_redirect not found"
+	if [ -n "$why" ]; then
+		finish_group redirect_hs skip "$why"
+		return
+	fi
+	"$REDIR_TOOL" unload >/dev/null 2>&1
+	# Both hosts come here; a host that cannot load still runs its half,
+	# which then fails (the peer's half sees that).
+	out=$("$REDIR_TOOL" load --comm vr_redirected 2>&1) ||
+		diag "visock_redirect load: $out"
+	if [ "$ROLE" = client ]; then
+		run_prog redirect_hs visock_redirect_test --role client \
+			--peer "$PEER" --ctl-port "$CTL_PORT"
+	else
+		run_prog redirect_hs visock_redirect_test --role server \
+			--ctl-port "$CTL_PORT" --wait "$wait_s"
+	fi
+	"$REDIR_TOOL" unload >/dev/null 2>&1
+}
+
 # ---- handshake pass: net.visock.enable=1 ----
 
 # The data path tests (dp.*) and the stream tests run with
@@ -769,7 +814,8 @@ hs_pass() {
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
-	   ! group_selected stream_hs && ! group_selected stream_hslo; then
+	   ! group_selected stream_hs && ! group_selected stream_hslo &&
+	   ! group_selected redirect_hs; then
 		return
 	fi
 	if [ -w "$ENABLE" ]; then
@@ -782,20 +828,21 @@ hs_pass() {
 	# hs.rdma_ready decides about dp and stream_hs: run it even if not
 	# picked.
 	EXTRA_PICKS=()
-	if group_selected dp || group_selected stream_hs; then
+	if group_selected dp || group_selected stream_hs ||
+	   group_selected redirect_hs; then
 		EXTRA_PICKS=(--pick rdma_ready)
 	fi
 	[ "$NO_CLIENT" = 1 ] && wait_s=30
 	case "$ROLE" in
 	client)
 		if group_selected hs || group_selected dp ||
-		   group_selected stream_hs; then
+		   group_selected stream_hs || group_selected redirect_hs; then
 			run_prog_always hs visock_hs --role client --peer "$PEER" \
 				${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT"
 		fi ;;
 	server)
 		if group_selected hs || group_selected dp ||
-		   group_selected stream_hs; then
+		   group_selected stream_hs || group_selected redirect_hs; then
 			run_prog_always hs visock_hs --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi ;;
@@ -807,7 +854,8 @@ hs_pass() {
 	case "$ROLE" in
 	single)
 		finish_group dp skip "role single: no peer host"
-		finish_group stream_hs skip "role single: no peer host" ;;
+		finish_group stream_hs skip "role single: no peer host"
+		finish_group redirect_hs skip "role single: no peer host" ;;
 	*)
 		why=
 		if [ "${RES[hs.rdma_ready]:-}" != pass ]; then
@@ -832,7 +880,8 @@ hs_pass() {
 		else
 			run_prog stream_hs visock_stream --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
-		fi ;;
+		fi
+		redirect_hs "$why" "$wait_s" ;;
 	esac
 
 	if group_selected stream_hslo; then

@@ -30,6 +30,10 @@
  * enabled	net.visock.enable=1: they do the visock handshake
  * After unloading:
  * after_unload	nothing is redirected any more
+ * Between two hosts, in the handshake pass (net.visock.enable=1, RDMA
+ * between the hosts), with the redirect loaded on both for vr_redirected:
+ * xhost_rdma	plain TCP sockets on both ends become visock sockets that
+ *		switch to RDMA and carry data
  * With the module reloaded with inet_proto=262 (IPPROTO_MPTCP, taken):
  * proto_taken	the module left MPTCP's protosw alone (socket(AF_INET,
  *		SOCK_STREAM, 262) is still MPTCP) and AF_VISOCK still works
@@ -541,6 +545,55 @@ static void proto_taken(struct vt_ctx *c)
 	close(fd);
 }
 
+/* Both halves: the test program, seen as an unmodified TCP program. */
+static void xhost_check(struct vt_ctx *c, int fd)
+{
+	int mode;
+
+	expect_inet_visock(fd, AF_INET, vt_is_client(c) ? "client" : "server");
+	mode = su_getint(fd, SOL_VISOCK, VISOCK_MODE);
+	vt_assert(mode == VISOCK_MODE_RDMA, "mode %d (fallback reason %d), want RDMA",
+		  mode, su_getint(fd, SOL_VISOCK, VISOCK_FALLBACK_REASON));
+}
+
+static void xhost_rdma_client(struct vt_ctx *c)
+{
+	unsigned char buf[65536];
+	size_t i;
+	int fd;
+
+	set_comm("vr_redirected");
+	fd = su_connect(c, VT_FAMILY_INET, false, su_recv_port(c));
+	xhost_check(c, fd);
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)(i * 31 + (i >> 10));
+	su_write_all(fd, buf, sizeof(buf));
+	memset(buf, 0, sizeof(buf));
+	su_read_all(fd, buf, sizeof(buf));
+	for (i = 0; i < sizeof(buf); i++)
+		vt_assert(buf[i] == (unsigned char)(i * 31 + (i >> 10)),
+			  "echoed byte %zu differs", i);
+	close(fd);
+}
+
+static void xhost_rdma_server(struct vt_ctx *c)
+{
+	unsigned char buf[65536];
+	int lfd, fd;
+
+	set_comm("vr_redirected");
+	lfd = su_listen(VT_FAMILY_INET, false, 4, SOCK_CLOEXEC);
+	expect_inet_visock(lfd, AF_INET, "listener");
+	su_send_port(c, lfd);
+	fd = su_accept(lfd, SOCK_CLOEXEC);
+	xhost_check(c, fd);
+	su_read_all(fd, buf, sizeof(buf));
+	su_write_all(fd, buf, sizeof(buf));
+	su_expect_eof(fd);
+	close(fd);
+	close(lfd);
+}
+
 static const struct vt_test tests[] = {
 	{ "inet_direct", inet_direct, NULL, 0, "AF_INET IPPROTO_VISOCK socket" },
 	{ "inet6_direct", inet6_direct, NULL, 0, "AF_INET6 IPPROTO_VISOCK socket" },
@@ -554,6 +607,8 @@ static const struct vt_test tests[] = {
 	{ "enabled", enabled, NULL, 0, "enable=1: handshake" },
 	{ "after_unload", after_unload, NULL, 0, "nothing redirected" },
 	{ "proto_taken", proto_taken, NULL, 0, "taken number left alone" },
+	{ "xhost_rdma", xhost_rdma_client, xhost_rdma_server, 0,
+	  "redirected program gets RDMA between hosts" },
 };
 
 int main(int argc, char **argv)
