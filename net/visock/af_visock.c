@@ -10,7 +10,11 @@
  * (visock_tcp.c) from creation to release.  A listening visock socket
  * owns a listening TCP socket; every connection TCP accepts on it becomes
  * a new visock socket (a "child") that waits on the listener's accept
- * queue until accept(2) hands it to the application.
+ * queue until accept(2) hands it to the application.  The same socket
+ * also exists as socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_VISOCK)
+ * (visock_inet.c): inet_create() allocates it, then proto.init runs the
+ * same visock_sk_init() and visock_sock_setup() as visock_create(); its
+ * children are allocated from the listener's struct proto.
  *
  * Lifetime.  The socket layer holds the reference taken by sk_alloc()
  * from socket(2)/accept(2) until release.  A queued child's reference is
