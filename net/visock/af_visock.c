@@ -10,7 +10,11 @@
  * (visock_tcp.c) from creation to release.  A listening visock socket
  * owns a listening TCP socket; every connection TCP accepts on it becomes
  * a new visock socket (a "child") that waits on the listener's accept
- * queue until accept(2) hands it to the application.
+ * queue until accept(2) hands it to the application.  The same socket
+ * also exists as socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_VISOCK)
+ * (visock_inet.c): inet_create() allocates it, then proto.init runs the
+ * same visock_sk_init() and visock_sock_setup() as visock_create(); its
+ * children are allocated from the listener's struct proto.
  *
  * Lifetime.  The socket layer holds the reference taken by sk_alloc()
  * from socket(2)/accept(2) until release.  A queued child's reference is
@@ -58,8 +62,6 @@
 #include "visock_link.h"
 #include "visock_rdma.h"
 #include "visock_trace.h"
-
-static const struct proto_ops visock_stream_ops;
 
 struct proto visock_proto = {
 	.name		= "VISOCK",
@@ -124,32 +126,41 @@ static bool visock_settling(const struct visock_sock *vsk)
 
 static void visock_sk_destruct(struct sock *sk)
 {
-	WARN_ON_ONCE(visock_sk(sk)->tcp);
-	WARN_ON_ONCE(visock_sk(sk)->link);
-	WARN_ON_ONCE(visock_sk(sk)->dp);
-	WARN_ON_ONCE(visock_sk(sk)->listener);
-	WARN_ON_ONCE(!list_empty(&visock_sk(sk)->accept_q));
-	visock_diag_destruct(visock_sk(sk));
+	struct visock_sock *vsk = visock_sk(sk);
+
+	WARN_ON_ONCE(vsk->tcp);
+	WARN_ON_ONCE(vsk->link);
+	WARN_ON_ONCE(vsk->dp);
+	WARN_ON_ONCE(vsk->listener);
+	WARN_ON_ONCE(!list_empty(&vsk->accept_q));
+	visock_diag_destruct(vsk);
+	if (vsk->family_destruct)
+		vsk->family_destruct(sk);
 }
 
 static void visock_accept_work(struct work_struct *work);
 
-static struct sock *visock_sk_alloc(struct net *net, struct socket *sock,
-				    int family, int kern)
+/**
+ * visock_sk_init() - initialise the visock part of a new sock
+ * @sk: sock just allocated from a visock struct proto, after
+ *	sock_init_data(); its sk_family and sk_protocol are already set
+ * @family: AF_INET or AF_INET6, the family of the internal TCP socket
+ *
+ * Shared by every way a visock sock comes to life: socket(AF_VISOCK),
+ * socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_VISOCK) (through
+ * visock_inet.c) and accepted children.  The destructor the sock had
+ * (the inet one for inet sockets) still runs, after visock's checks.
+ *
+ * Context: process context, @sk not yet visible to other threads.
+ */
+void visock_sk_init(struct sock *sk, int family)
 {
-	struct visock_sock *vsk;
-	struct sock *sk;
+	struct visock_sock *vsk = visock_sk(sk);
 
-	sk = sk_alloc(net, PF_VISOCK, GFP_KERNEL, &visock_proto, kern);
-	if (!sk)
-		return NULL;
-	sock_init_data(sock, sk);
+	vsk->family_destruct = sk->sk_destruct;
 	sk->sk_destruct = visock_sk_destruct;
-	sk->sk_protocol = family == AF_INET6 ? VISOCKPROTO_TCP6 :
-					       VISOCKPROTO_TCP4;
 	sk->sk_state = TCP_CLOSE;
 
-	vsk = visock_sk(sk);
 	vsk->tcp = NULL;
 	vsk->flags = 0;
 	vsk->mode = VISOCK_MODE_INIT;
@@ -162,6 +173,27 @@ static struct sock *visock_sk_alloc(struct net *net, struct socket *sock,
 	INIT_WORK(&vsk->accept_work, visock_accept_work);
 	visock_hs_init(vsk);
 	visock_diag_link_sock(vsk);
+}
+
+/*
+ * A sock for a connection accepted by listener @lsk: same family, struct
+ * proto and protocol as the listener.
+ */
+static struct sock *visock_child_sk_alloc(const struct sock *lsk)
+{
+	const struct visock_sock *lvsk = visock_sk(lsk);
+	struct sock *sk;
+
+	sk = sk_alloc(sock_net(lsk), lsk->sk_family, GFP_KERNEL, lsk->sk_prot,
+		      0);
+	if (!sk)
+		return NULL;
+	sock_init_data(NULL, sk);
+	sk->sk_protocol = lsk->sk_protocol;
+	visock_inet_child_init(sk);
+	visock_sk_init(sk, lvsk->family);
+	/* Not sock_def_destruct(): the listener's family destructor. */
+	visock_sk(sk)->family_destruct = lvsk->family_destruct;
 	return sk;
 }
 
@@ -181,10 +213,36 @@ static void visock_inherit_tcp_opts(struct sock *sk, const struct sock *tsk)
 	sk->sk_priority = READ_ONCE(tsk->sk_priority);
 }
 
+/**
+ * visock_sock_setup() - give a new visock socket its internal TCP socket
+ * @vsk: socket initialised with visock_sk_init(), attached to its struct
+ *	socket
+ *
+ * The second half of socket creation, shared by visock_create() and the
+ * inet protosw's init (visock_inet.c).
+ *
+ * Context: process context, the task creating the socket.
+ * Return: 0, or a negative errno; nothing to undo then.
+ */
+int visock_sock_setup(struct visock_sock *vsk)
+{
+	struct sock *sk = &vsk->sk;
+	int err;
+
+	err = visock_tcp_create(vsk, sock_net(sk));
+	if (err)
+		return err;
+	/* Start from TCP's defaults, not the generic socket ones. */
+	visock_inherit_tcp_opts(sk, vsk->tcp->sk);
+	/* SOL_SOCKET options reach visock_setsockopt() to be mirrored. */
+	if (VISOCK_HAVE_CUSTOM_SOCKOPT)
+		set_bit(SOCK_CUSTOM_SOCKOPT, &sk->sk_socket->flags);
+	return 0;
+}
+
 static int visock_create(struct net *net, struct socket *sock, int protocol,
 			 int kern)
 {
-	struct visock_sock *vsk;
 	struct sock *sk;
 	int family, err;
 
@@ -204,23 +262,20 @@ static int visock_create(struct net *net, struct socket *sock, int protocol,
 	sock->state = SS_UNCONNECTED;
 	sock->ops = &visock_stream_ops;
 
-	sk = visock_sk_alloc(net, sock, family, kern);
+	sk = sk_alloc(net, PF_VISOCK, GFP_KERNEL, &visock_proto, kern);
 	if (!sk)
 		return -ENOMEM;
-	vsk = visock_sk(sk);
+	sock_init_data(sock, sk);
+	sk->sk_protocol = protocol;
+	visock_sk_init(sk, family);
 
-	err = visock_tcp_create(vsk, net);
+	err = visock_sock_setup(visock_sk(sk));
 	if (err) {
 		sock_orphan(sk);
 		sock->sk = NULL;
 		sk_free(sk);
 		return err;
 	}
-	/* Start from TCP's defaults, not the generic socket ones. */
-	visock_inherit_tcp_opts(sk, vsk->tcp->sk);
-	/* SOL_SOCKET options reach visock_setsockopt() to be mirrored. */
-	if (VISOCK_HAVE_CUSTOM_SOCKOPT)
-		set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
 	return 0;
 }
 
@@ -310,7 +365,7 @@ static struct visock_sock *visock_child_alloc(struct visock_sock *lvsk,
 	struct sock *lsk = &lvsk->sk;
 	struct sock *sk;
 
-	sk = visock_sk_alloc(sock_net(lsk), NULL, lvsk->family, 0);
+	sk = visock_child_sk_alloc(lsk);
 	if (!sk)
 		return NULL;
 	sk->sk_type = SOCK_STREAM;
@@ -974,7 +1029,7 @@ static int visock_getsockopt(struct socket *sock, int level, int optname,
 	return 0;
 }
 
-static const struct proto_ops visock_stream_ops = {
+const struct proto_ops visock_stream_ops = {
 	.family		= PF_VISOCK,
 	.owner		= THIS_MODULE,
 	.release	= visock_release,

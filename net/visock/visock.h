@@ -13,6 +13,7 @@
 #include <linux/workqueue.h>
 #include <linux/percpu.h>
 #include <net/sock.h>
+#include <net/inet_sock.h>
 #include <net/netns/generic.h>
 #include <linux/visock.h>
 
@@ -129,8 +130,13 @@ struct visock_net {
 	this_cpu_add(visock_net(sock_net(sk))->stats->f, (n))
 
 /**
- * struct visock_sock - an AF_VISOCK socket
+ * struct visock_sock - a visock socket
  * @sk: the socket seen by the socket layer; must stay first
+ * @inet: the same memory seen as an inet_sock.  A visock socket created
+ *	as socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_VISOCK) is
+ *	allocated and initialised by inet_create()/inet6_create(), which
+ *	treat it as a struct inet_sock (visock_inet.c); visock itself never
+ *	uses the inet fields (addresses and options live on @tcp).
  * @tcp: internal kernel TCP socket carrying the connection (and the
  *	byte stream itself while in TCP mode).  Set at creation (or by the
  *	listener for accepted sockets) and released in visock_release();
@@ -169,9 +175,15 @@ struct visock_net {
  * @diag_node: entry in the socket list of visock_diag.c, under its
  *	visock_diag_list_lock
  * @diag_id: number of the socket in that list (constant)
+ * @family_destruct: sk_destruct the sock had before visock_sk_init()
+ *	(inet_sock_destruct() and friends for inet sockets), run after
+ *	visock's own checks
  */
 struct visock_sock {
-	struct sock sk;
+	union {
+		struct sock sk;
+		struct inet_sock inet;
+	};
 	struct socket *tcp;
 	unsigned long flags;
 	int err_mirror;
@@ -207,6 +219,7 @@ struct visock_sock {
 
 	struct list_head diag_node;
 	u64 diag_id;
+	void (*family_destruct)(struct sock *sk);
 };
 
 /* visock_sock.flags */
@@ -273,6 +286,9 @@ static inline struct visock_net *visock_net(const struct net *net)
 /* af_visock.c */
 extern struct proto visock_proto;
 extern const struct net_proto_family visock_family_ops;
+extern const struct proto_ops visock_stream_ops;
+void visock_sk_init(struct sock *sk, int family);
+int visock_sock_setup(struct visock_sock *vsk);
 void visock_listen_kick(struct visock_sock *vsk);
 void visock_child_settled(struct visock_sock *child);
 void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state);
@@ -315,6 +331,11 @@ typedef int (*visock_ib_dev_fn_t)(struct ib_device *ibdev, unsigned int nlinks,
 				void *arg);
 int visock_ib_walk_devices(unsigned long *pos, visock_ib_dev_fn_t fn,
 			   void *arg);
+
+/* visock_inet.c */
+int visock_inet_init(void);
+void visock_inet_exit(void);
+void visock_inet_child_init(struct sock *sk);
 
 /* visock_proc.c */
 const char *visock_fb_name(unsigned int reason);

@@ -58,6 +58,20 @@
 #endif
 
 /*
+ * How inet6_create() finds the struct ipv6_pinfo of a sock: since 6.6
+ * through proto.ipv6_pinfo_offset, before that by assuming it is the last
+ * obj_size bytes of the sock.  visock_inet.c keeps it the last member so
+ * that both work; VISOCK_IPV6_PINFO_OFFSET() fills in the field where it
+ * exists.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
+#define VISOCK_IPV6_PINFO_OFFSET(type, member) \
+	.ipv6_pinfo_offset = offsetof(type, member),
+#else
+#define VISOCK_IPV6_PINFO_OFFSET(type, member)
+#endif
+
+/*
  * proto_ops.sendpage() disappeared in 6.5 (MSG_SPLICE_PAGES replaced it);
  * before that, leaving it NULL makes sendfile() use sock_no_sendpage(),
  * which ends up in our sendmsg().  Nothing to map.

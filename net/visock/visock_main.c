@@ -3,9 +3,10 @@
  * visock: module init and exit, per network namespace state.
  *
  * Load order: workqueue, RDMA client, pernet state (sysctls), generic
- * netlink family, sock_diag handler, struct proto, socket family.  The
- * family comes last so that no socket can be created before everything
- * it needs exists; unload runs in reverse.  The
+ * netlink family, sock_diag handler, struct proto, socket family, inet
+ * protosw entries (visock_inet.c).  The ways to create sockets come
+ * last so that no socket can be created before everything it needs
+ * exists; unload runs in reverse, starting with the inet entries.  The
  * socket layer holds a module reference for every visock socket, so
  * module_exit() only runs once no socket is left.
  */
@@ -102,10 +103,16 @@ static int __init visock_init(void)
 		goto err_proto;
 	}
 
+	err = visock_inet_init();
+	if (err)
+		goto err_family;
+
 	visock_debugfs_init();
 	pr_info("visock: loaded, address family %d\n", AF_VISOCK);
 	return 0;
 
+err_family:
+	sock_unregister(AF_VISOCK);
 err_proto:
 	proto_unregister(&visock_proto);
 err_diag:
@@ -123,6 +130,7 @@ err_wq:
 
 static void __exit visock_exit(void)
 {
+	visock_inet_exit();
 	visock_debugfs_exit();
 	sock_unregister(AF_VISOCK);
 	proto_unregister(&visock_proto);

@@ -63,9 +63,11 @@ banner() { echo; echo "=== make check: $* ($(($(date +%s) - start)) s)"; }
 banner "dependencies"
 "$T/vm/vm.sh" prepare --kernel all || result 1 "test bed preparation"
 # sparse and dkms for the build stages, flex/bison/bc for the UML KUnit
-# kernel, iptables for the middlebox tests (the guests use host binaries).
+# kernel, iptables for the middlebox tests, clang/bpftool/libbpf-dev for
+# visock_redirect (the guests use host binaries, libbpf1 included).
 missing=()
-for pkg in gcc make sparse dkms flex bison bc python3 iptables; do
+for pkg in gcc make sparse dkms flex bison bc python3 iptables clang bpftool \
+	libbpf-dev; do
 	dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then

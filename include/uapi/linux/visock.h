@@ -32,6 +32,24 @@
 #define VISOCKPROTO_MAX		2
 
 /*
+ * Protocol argument of socket(AF_INET or AF_INET6, SOCK_STREAM, protocol)
+ * that creates a visock socket in the inet family itself: the same socket
+ * as AF_VISOCK with VISOCKPROTO_TCP4/6, but getsockopt(SO_DOMAIN) reports
+ * AF_INET/AF_INET6 and SO_PROTOCOL reports IPPROTO_VISOCK.  This is the
+ * number visock_redirect(8) rewrites TCP socket() calls to.
+ *
+ * inet_create() refuses protocols from IPPROTO_MAX (263 in 6.1 to 6.12)
+ * on.  Numbers above 255 never appear on the wire, so only in-kernel
+ * socket protocols use them: 256 is IPPROTO_SMC, 262 IPPROTO_MPTCP, and
+ * 257 and 261 have been proposed upstream.  259 is the unclaimed number
+ * furthest from all of them (either end of the range growing by one more
+ * number reaches it last).  Not reserved: the module parameter
+ * "inet_proto" picks another one (or 0: no inet sockets), and the module
+ * skips the inet registration if a SOCK_STREAM protocol already uses it.
+ */
+#define IPPROTO_VISOCK		259
+
+/*
  * Socket option level for getsockopt()/setsockopt().  Kernel SOL_*
  * levels are allocated sequentially from 256 (SOL_VSOCK is 287 in 6.12),
  * so a private level far from that range cannot collide with a future

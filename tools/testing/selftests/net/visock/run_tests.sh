@@ -10,7 +10,8 @@
 #
 # Order: load the module, single-host checks (visock_basic), cross-host
 # checks (visock_test) and stream tests (visock_stream) between the two
-# hosts, the stream tests again over loopback (all with net.visock.enable=0),
+# hosts, the stream tests again over loopback, the LD_PRELOAD wrapper, the
+# inet protosw and BPF redirect (all with net.visock.enable=0),
 # then the handshake pass with net.visock.enable=1: handshake, fallback
 # and hostile-peer tests (visock_hs), the RDMA data path tests
 # (visock_dp), and the stream tests again, between the hosts and over
@@ -153,7 +154,7 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 	BIN=$SRC_BIN
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
-	visock_preload_test visock_ctl; do
+	visock_preload_test visock_ctl visock_redirect_test; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -175,14 +176,20 @@ if [ -z "${VISOCKCTL:-}" ]; then
 fi
 export VISOCKCTL
 
+# list_prog GROUP PROGRAM [INCLUDE [EXCLUDE]]: the program's tests (only
+# those matching the glob INCLUDE and not EXCLUDE) become GROUP.<name>.
 list_prog() {
-	local group=$1 prog=$2 names n
+	local group=$1 prog=$2 incl=${3:-*} excl=${4:-} names n
 
 	if ! names=$("$BIN/$prog" --list 2>/dev/null) || [ -z "$names" ]; then
 		add_test "$group.build"
 		return
 	fi
 	for n in $names; do
+		# shellcheck disable=SC2053
+		[[ $n == $incl ]] || continue
+		# shellcheck disable=SC2053
+		[ -n "$excl" ] && [[ $n == $excl ]] && continue
 		add_test "$group.$n"
 	done
 }
@@ -193,11 +200,16 @@ list_prog xhost visock_test
 list_prog stream_xh visock_stream
 list_prog stream_lo visock_stream
 list_prog preload visock_preload_test
+list_prog redirect visock_redirect_test '*' 'xhost_*'
+add_test redirect.load
+add_test redirect.show
+add_test redirect.unload
 list_prog hs visock_hs
 list_prog dp visock_dp
 list_prog ctl visock_ctl
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
+list_prog redirect_hs visock_redirect_test 'xhost_*'
 add_test module.unload_busy
 add_test module.unload
 add_test module.ctl_unloaded
@@ -320,12 +332,13 @@ if [ -z "$KO" ] && [ -n "${VISOCK_SRC:-}" ] &&
 	done
 fi
 
+# mod_load [PARAM=VALUE...]
 mod_load() {
 	if [ -n "$KO" ]; then
 		modprobe ib_core 2>/dev/null
-		insmod "$KO"
+		insmod "$KO" "$@"
 	else
-		modprobe $MOD
+		modprobe $MOD "$@"
 	fi
 }
 
@@ -351,7 +364,7 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*|ctl.*) NEED_MODULE=1 ;;
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|ctl.*|redirect.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
 done
@@ -439,6 +452,7 @@ cleanup() {
 		kill "$HOLDER_PID" 2>/dev/null
 		wait "$HOLDER_PID" 2>/dev/null
 	fi
+	declare -F redirect_cleanup >/dev/null && redirect_cleanup
 	restore_state
 	rm -f "$KLOG_SNAP"
 }
@@ -471,8 +485,18 @@ fi
 
 # ---- C test programs ----
 
-# run_prog GROUP PROGRAM ARGS...: run the selected tests of GROUP and
-# report them under "GROUP.<name>".
+# ONLY (names without the group, space-separated) limits run_prog to
+# those tests of the group, for groups that run in phases.
+ONLY=
+
+# Is test @1 (GROUP.name) one that run_prog should run now?
+only_has() {
+	[ -z "$ONLY" ] && return 0
+	[[ " $ONLY " == *" ${1#*.} "* ]]
+}
+
+# run_prog GROUP PROGRAM ARGS...: run the selected tests of GROUP (see
+# ONLY) and report them under "GROUP.<name>".
 run_prog() {
 	local group=$1 prog=$2 line name res reason n
 	local re='^(not )?ok [0-9]+ ([^ ]+)( # SKIP ?(.*))?$'
@@ -485,8 +509,11 @@ run_prog() {
 		return 0
 	fi
 	for n in "${TESTS[@]}"; do
-		[[ $n == "$group".* ]] && picks+=(--pick "${n#"$group".}")
+		[[ $n == "$group".* ]] && only_has "$n" &&
+			picks+=(--pick "${n#"$group".}")
 	done
+	# Nothing of this phase selected: --pick-less would run everything.
+	[ ${#picks[@]} -eq 0 ] && return 0
 	"$BIN/$prog" "$@" "${picks[@]}" 2>&1 | while IFS= read -r line; do
 		if [[ $line =~ $re ]]; then
 			name=$group.${BASH_REMATCH[2]}
@@ -517,7 +544,10 @@ run_prog() {
 			diag "$prog: $line"
 		fi
 	done
-	finish_group "$group" fail "$prog ended without reporting this test"
+	for n in "${TESTS[@]}"; do
+		[[ $n == "$group".* ]] && only_has "$n" &&
+			result "$n" fail "$prog ended without reporting this test"
+	done
 }
 
 NO_CLIENT=0
@@ -580,6 +610,209 @@ if group_selected preload; then
 	fi
 fi
 
+# ---- inet protosw and BPF redirect (visock_redirect(8)) ----
+
+# The loader, from the source tree (built here when missing) or
+# $VISOCK_REDIRECT.
+redirect_tool() {
+	local dir
+
+	if [ -n "${VISOCK_REDIRECT:-}" ]; then
+		echo "$VISOCK_REDIRECT"
+		return
+	fi
+	for dir in "$DIR/../../../../visock" \
+		   ${VISOCK_SRC:+"$VISOCK_SRC/tools/visock"}; do
+		if [ ! -x "$dir/visock_redirect" ] && [ -f "$dir/Makefile" ]; then
+			make -s -C "$dir" visock_redirect >/dev/null 2>&1
+		fi
+		if [ -x "$dir/visock_redirect" ]; then
+			echo "$(cd "$dir" && pwd)/visock_redirect"
+			return
+		fi
+	done
+}
+
+REDIR_CG=
+REDIR_CG_MNT=
+REDIR_TOOL=
+
+# A cgroup v2 directory for redirect.cgroup_match, or nothing.
+redirect_cgroup() {
+	local root=/sys/fs/cgroup
+
+	if [ "$(stat -fc %T $root 2>/dev/null)" != cgroup2fs ]; then
+		REDIR_CG_MNT=$(mktemp -d)
+		if ! mount -t cgroup2 none "$REDIR_CG_MNT" 2>/dev/null; then
+			rmdir "$REDIR_CG_MNT"
+			REDIR_CG_MNT=
+			return
+		fi
+		root=$REDIR_CG_MNT
+	fi
+	REDIR_CG=$root/visock-redirect-test-$$
+	mkdir "$REDIR_CG" 2>/dev/null || REDIR_CG=
+}
+
+redirect_cleanup() {
+	[ -n "$REDIR_TOOL" ] && "$REDIR_TOOL" unload >/dev/null 2>&1
+	[ -n "$REDIR_CG" ] && rmdir "$REDIR_CG" 2>/dev/null
+	if [ -n "$REDIR_CG_MNT" ]; then
+		umount "$REDIR_CG_MNT" 2>/dev/null && rmdir "$REDIR_CG_MNT"
+	fi
+	REDIR_CG=
+	REDIR_CG_MNT=
+}
+
+redirect_group() {
+	local out why
+
+	ONLY="inet_direct inet6_direct inet_reuseport" \
+		run_prog redirect visock_redirect_test --role single
+	if ! awk '$3 == "update_socket_protocol" { f = 1 } END { exit !f }' \
+		/proc/kallsyms; then
+		# The inet registration is there on every kernel.
+		redirect_taken
+		finish_group redirect skip "kernel $(uname -r) has no update_socket_protocol() hook (6.6+); the preload group covers it"
+		return
+	fi
+	REDIR_TOOL=$(redirect_tool)
+	if [ -z "$REDIR_TOOL" ]; then
+		finish_group redirect fail "visock_redirect not found (make tools, or set VISOCK_REDIRECT)"
+		return
+	fi
+	"$REDIR_TOOL" unload >/dev/null 2>&1
+	redirect_cgroup
+	[ -n "$REDIR_CG" ] || diag "redirect: no cgroup v2 directory for cgroup_match"
+
+	if ! out=$("$REDIR_TOOL" load --comm vr_redirected --uid 4242 \
+		   ${REDIR_CG:+--cgroup "$REDIR_CG"} \
+		   --exclude-comm vr_excluded 2>&1); then
+		finish_group redirect fail "visock_redirect load: $out"
+		redirect_cleanup
+		return
+	fi
+	diag "$out"
+	result redirect.load pass
+
+	VISOCK_TEST_CGROUP=$REDIR_CG \
+	ONLY="comm_match comm_other type_flags uid_match cgroup_match disabled enabled" \
+		run_prog redirect visock_redirect_test --role single
+
+	# show lists what load was given and counts what the tests did.
+	out=$("$REDIR_TOOL" show 2>&1)
+	diag "$out"
+	why=
+	grep -q "^visock_redirect: loaded" <<< "$out" || why="not shown as loaded"
+	grep -q "redirect comm vr_redirected" <<< "$out" || why="comm missing"
+	grep -q "exclude  comm vr_excluded" <<< "$out" || why="exclusion missing"
+	grep -q "redirect uid 4242" <<< "$out" || why="uid missing"
+	[ -z "$REDIR_CG" ] || grep -q "redirect cgroup .*(id " <<< "$out" ||
+		why="cgroup missing"
+	grep -Eq "sockets: [0-9]+ seen, [1-9][0-9]* redirected, [1-9][0-9]* excluded" \
+		<<< "$out" || why="no redirected/excluded sockets counted"
+	result redirect.show "$([ -z "$why" ] && echo pass || echo fail)" "$why"
+
+	why=
+	out=$("$REDIR_TOOL" unload 2>&1) || why="unload: $out"
+	[ -e /sys/fs/bpf/visock ] && why="${why:+$why; }/sys/fs/bpf/visock still there"
+	"$REDIR_TOOL" show 2>&1 | grep -q "not loaded" ||
+		why="${why:+$why; }show does not say 'not loaded'"
+	result redirect.unload "$([ -z "$why" ] && echo pass || echo fail)" "$why"
+
+	ONLY="after_unload" run_prog redirect visock_redirect_test --role single
+	redirect_cleanup
+	redirect_taken
+}
+
+# Reload the module with inet_proto=262, which MPTCP's protosw already
+# uses: the module must back out of the inet registration and say so,
+# visock_redirect (where the kernel has the hook) must refuse to load.
+# Then reload it as before.
+redirect_taken() {
+	local out why= i
+
+	[ -n "${SEL[redirect.proto_taken]:-}" ] || return 0
+	if [ ! -d /proc/sys/net/mptcp ]; then
+		result redirect.proto_taken skip "no MPTCP: nothing else uses a protocol number"
+		return
+	fi
+	for i in $(seq 50); do
+		mod_unload 2>/dev/null && break
+		sleep 0.2
+	done
+	if mod_loaded; then
+		result redirect.proto_taken fail "cannot unload $MOD"
+		return
+	fi
+	if ! out=$(mod_load inet_proto=262 2>&1); then
+		result redirect.proto_taken fail "loading with inet_proto=262: $out"
+		mod_load >/dev/null 2>&1
+		return
+	fi
+	klog_new | grep -q "visock: protocol 262 of AF_INET stream sockets is already used" ||
+		why="no 'already used' message in the kernel log"
+	if [ -z "$REDIR_TOOL" ]; then
+		:	# no hook, no loader: nothing to refuse
+	elif out=$("$REDIR_TOOL" load --comm vr_redirected 2>&1); then
+		why="${why:+$why; }visock_redirect loaded"
+		"$REDIR_TOOL" unload >/dev/null 2>&1
+	elif ! grep -q "does not create a visock socket" <<< "$out"; then
+		why="${why:+$why; }unexpected refusal: $out"
+	fi
+	if [ -n "$why" ]; then
+		result redirect.proto_taken fail "$why"
+	else
+		ONLY="proto_taken" run_prog redirect visock_redirect_test \
+			--role single
+	fi
+	mod_unload 2>/dev/null
+	if ! out=$(mod_load 2>&1); then
+		diag "reloading $MOD: $out"
+		return
+	fi
+	# The settings of the run, as module.load made them.
+	[ -w "$ENABLE" ] && echo 0 > "$ENABLE"
+	[ -w "$ACK_TIMEOUT" ] && echo "$TEST_ACK_TIMEOUT" > "$ACK_TIMEOUT"
+}
+if group_selected redirect; then
+	redirect_group
+	ONLY=
+fi
+
+# redirect_hs WHY WAIT: an unmodified program (visock_redirect_test with
+# comm vr_redirected) gets RDMA between the hosts through the redirect,
+# loaded on both hosts.  WHY: reason to skip (no RDMA between the hosts).
+redirect_hs() {
+	local why=$1 wait_s=$2 out
+
+	group_selected redirect_hs || return 0
+	if [ -z "$why" ] &&
+	   ! awk '$3 == "update_socket_protocol" { f = 1 } END { exit !f }' \
+		/proc/kallsyms; then
+		why="kernel $(uname -r) has no update_socket_protocol() hook (6.6+)"
+	fi
+	[ -z "$why" ] && [ -z "$REDIR_TOOL" ] && REDIR_TOOL=$(redirect_tool)
+	[ -z "$why" ] && [ -z "$REDIR_TOOL" ] && why="visock_redirect not found"
+	if [ -n "$why" ]; then
+		finish_group redirect_hs skip "$why"
+		return
+	fi
+	"$REDIR_TOOL" unload >/dev/null 2>&1
+	# Both hosts come here; a host that cannot load still runs its half,
+	# which then fails (the peer's half sees that).
+	out=$("$REDIR_TOOL" load --comm vr_redirected 2>&1) ||
+		diag "visock_redirect load: $out"
+	if [ "$ROLE" = client ]; then
+		run_prog redirect_hs visock_redirect_test --role client \
+			--peer "$PEER" --ctl-port "$CTL_PORT"
+	else
+		run_prog redirect_hs visock_redirect_test --role server \
+			--ctl-port "$CTL_PORT" --wait "$wait_s"
+	fi
+	"$REDIR_TOOL" unload >/dev/null 2>&1
+}
+
 # ---- handshake pass: net.visock.enable=1 ----
 
 # The data path tests (dp.*) and the stream tests run with
@@ -599,7 +832,7 @@ hs_pass() {
 	fi
 	if ! group_selected hs && ! group_selected dp &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
-	   ! group_selected stream_hslo; then
+	   ! group_selected stream_hslo && ! group_selected redirect_hs; then
 		return
 	fi
 	if [ -w "$ENABLE" ]; then
@@ -613,20 +846,22 @@ hs_pass() {
 	# picked.
 	EXTRA_PICKS=()
 	if group_selected dp || group_selected ctl ||
-	   group_selected stream_hs; then
+	   group_selected stream_hs || group_selected redirect_hs; then
 		EXTRA_PICKS=(--pick rdma_ready)
 	fi
 	[ "$NO_CLIENT" = 1 ] && wait_s=30
 	case "$ROLE" in
 	client)
 		if group_selected hs || group_selected dp ||
-		   group_selected ctl || group_selected stream_hs; then
+		   group_selected ctl || group_selected stream_hs ||
+		   group_selected redirect_hs; then
 			run_prog_always hs visock_hs --role client --peer "$PEER" \
 				${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT"
 		fi ;;
 	server)
 		if group_selected hs || group_selected dp ||
-		   group_selected ctl || group_selected stream_hs; then
+		   group_selected ctl || group_selected stream_hs ||
+		   group_selected redirect_hs; then
 			run_prog_always hs visock_hs --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi ;;
@@ -639,7 +874,8 @@ hs_pass() {
 	single)
 		finish_group dp skip "role single: no peer host"
 		finish_group ctl skip "role single: no peer host"
-		finish_group stream_hs skip "role single: no peer host" ;;
+		finish_group stream_hs skip "role single: no peer host"
+		finish_group redirect_hs skip "role single: no peer host" ;;
 	*)
 		why=
 		if [ "${RES[hs.rdma_ready]:-}" != pass ]; then
@@ -674,7 +910,8 @@ hs_pass() {
 		else
 			run_prog stream_hs visock_stream --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
-		fi ;;
+		fi
+		redirect_hs "$why" "$wait_s" ;;
 	esac
 
 	if group_selected stream_hslo; then
