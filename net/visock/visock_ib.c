@@ -26,6 +26,12 @@
  */
 static DEFINE_MUTEX(visock_ibdevs_lock);
 static LIST_HEAD(visock_ibdevs);
+/*
+ * Length of visock_ibdevs, changed under visock_ibdevs_lock and read
+ * without it: the SYN option is decided in netfilter hooks, in atomic
+ * context, where the mutex must not be taken.
+ */
+static atomic_t visock_ibdevs_count = ATOMIC_INIT(0);
 
 static bool visock_ib_is_roce(struct ib_device *ibdev)
 {
@@ -62,6 +68,7 @@ static int visock_ib_add(struct ib_device *ibdev)
 
 	mutex_lock(&visock_ibdevs_lock);
 	list_add_tail(&vdev->list, &visock_ibdevs);
+	atomic_inc(&visock_ibdevs_count);
 	mutex_unlock(&visock_ibdevs_lock);
 
 	ib_set_client_data(ibdev, &visock_ib_client, vdev);
@@ -76,6 +83,7 @@ static void visock_ib_remove(struct ib_device *ibdev, void *data)
 	/* From here on no visock_link_create() can find the device. */
 	mutex_lock(&visock_ibdevs_lock);
 	list_del(&vdev->list);
+	atomic_dec(&visock_ibdevs_count);
 	mutex_unlock(&visock_ibdevs_lock);
 
 	/* Returns once no link holds a resource of @ibdev any more. */
@@ -161,19 +169,13 @@ const struct ib_gid_attr *visock_ib_attach(struct net *net,
 /**
  * visock_ib_device_count() - number of usable RDMA devices
  *
- * Context: process context; takes visock_ibdevs_lock.
+ * Context: any, including atomic context (the netfilter hooks deciding
+ * the SYN option): lockless.
  * Return: how many RoCE devices visock currently knows.
  */
 unsigned int visock_ib_device_count(void)
 {
-	struct visock_ibdev *vdev;
-	unsigned int n = 0;
-
-	mutex_lock(&visock_ibdevs_lock);
-	list_for_each_entry(vdev, &visock_ibdevs, list)
-		n++;
-	mutex_unlock(&visock_ibdevs_lock);
-	return n;
+	return atomic_read(&visock_ibdevs_count);
 }
 
 /**
