@@ -25,6 +25,7 @@
  *			1000 small writes, EPOLLOUT after the ring was full
  * ring_sizes		ring sizes are the size classes of SO_RCVBUF or of
  *			net.visock.rbuf_default
+ * connect_storm	48 non-blocking connects at once all settle on RDMA
  *
  * No test checks how long anything takes; every wait is bounded.
  */
@@ -1265,6 +1266,81 @@ static void ring_sizes(struct vt_ctx *c)
 	rs_orig_default = -1;
 }
 
+/* ---- connect_storm ---- */
+
+#define NSTORM		48
+#define STORM_GAP_US	20000
+
+/*
+ * NSTORM non-blocking connects at once: handshakes, link setups and the
+ * SYN / SYN-ACK option hooks of both hosts all run concurrently (the
+ * hooks run in atomic context while other handshakes set up links).
+ * Every connection must settle on RDMA and carry data; the kernel log
+ * check after the run catches sleeping in atomic context.
+ */
+static void connect_storm(struct vt_ctx *c)
+{
+	struct sockaddr_storage ss;
+	struct pollfd pfd[NSTORM];
+	int fds[NSTORM], i, lfd, port, left, err;
+	socklen_t len;
+	char what[64];
+
+	need_rdma(c);
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		len = su_peer_addr(c, false, port, &ss);
+		for (i = 0; i < NSTORM; i++) {
+			fds[i] = su_socket(VT_FAMILY_VISOCK, false,
+					   SOCK_CLOEXEC | SOCK_NONBLOCK);
+			vt_assert(connect(fds[i], (struct sockaddr *)&ss,
+					  len) < 0 && errno == EINPROGRESS,
+				  "non-blocking connect %d: %s", i,
+				  vt_errname(errno));
+			/*
+			 * Spread over about a second, so that SYNs arrive
+			 * while the server sets up the links of earlier ones.
+			 */
+			usleep(STORM_GAP_US);
+		}
+		for (i = 0; i < NSTORM; i++) {
+			pfd[i].fd = fds[i];
+			pfd[i].events = POLLOUT;
+		}
+		for (left = NSTORM; left; ) {
+			/* Settled connections leave the set (fd -1). */
+			vt_assert(poll(pfd, NSTORM, WAIT_MS) > 0,
+				  "%d connections still settling after %d ms",
+				  left, WAIT_MS);
+			for (i = 0; i < NSTORM; i++) {
+				if (pfd[i].fd < 0 || !pfd[i].revents)
+					continue;
+				err = su_getint(fds[i], SOL_SOCKET, SO_ERROR);
+				vt_assert(!err, "connection %d: %s", i,
+					  vt_errname(err));
+				su_nonblock(fds[i], false);
+				pfd[i].fd = -1;
+				left--;
+			}
+		}
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 2 * NSTORM,
+				SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		for (i = 0; i < NSTORM; i++)
+			fds[i] = su_accept(lfd, SOCK_CLOEXEC);
+		close(lfd);
+	}
+	for (i = 0; i < NSTORM; i++) {
+		snprintf(what, sizeof(what), "connection %d", i);
+		expect_rdma(fds[i], what, NULL);
+	}
+	vt_sync(c, "xfer");
+	su_xfer(fds, NSTORM, 64 * KiB, 100 * 1000);
+	for (i = 0; i < NSTORM; i++)
+		close(fds[i]);
+}
+
 static const struct vt_test tests[] = {
 	T(rdma_bytes, 240, "64 MiB each way go by RDMA, none by TCP"),
 	T(wrap_offsets, 120, "the stream crosses the ring end at many offsets"),
@@ -1274,6 +1350,7 @@ static const struct vt_test tests[] = {
 	T(parallel64, 180, "64 connections at once, 1 MiB each way"),
 	T(epoll_wakeups, 120, "edge-triggered epoll: no lost wake-up"),
 	T(ring_sizes, 120, "ring size classes from SO_RCVBUF and the sysctl"),
+	T(connect_storm, 180, "48 non-blocking connects at once, all RDMA"),
 };
 
 int main(int argc, char **argv)
