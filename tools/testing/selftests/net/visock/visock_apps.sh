@@ -250,6 +250,8 @@ set_mode() {
 # ---- server side helpers ----
 
 SRV_PID=
+SRV_LOG=/dev/null
+PORT_OFF=0
 SRV_TMP=$(mktemp -d /tmp/visock-apps.XXXXXX)
 chmod 755 "$SRV_TMP"
 
@@ -269,6 +271,7 @@ start_server() {
 	local log=$1
 
 	shift
+	SRV_LOG=$log
 	"${WRAP[@]}" "$@" > "$log" 2>&1 < /dev/null &
 	SRV_PID=$!
 }
@@ -329,6 +332,14 @@ run_app() {
 	local st c0 c1 mine theirs why='' cstat sinfo
 
 	RUN_VERDICT=
+	# A port per mode: a server killed at the end of one run leaves its
+	# connections in TIME_WAIT, and not every server sets SO_REUSEADDR
+	# (sockperf does not).
+	case "$mode" in
+	visock) PORT_OFF=0 ;;
+	plain) PORT_OFF=10 ;;
+	*) PORT_OFF=20 ;;
+	esac
 	if ! st=$(set_mode "$mode"); then
 		why="$ROLE: $st"
 	fi
@@ -348,7 +359,7 @@ run_app() {
 		# The server runs in this shell (command substitution would
 		# make it a grandchild): start it again the same way.
 		if [[ $st == ok* ]] && ! "$sfn" start_here; then
-			st="server did not start: $(tail -n 3 "$SRV_TMP"/*.log 2>/dev/null | tr '\n' ' ')"
+			st="server did not start: $(tail -n 3 "$SRV_LOG" 2>/dev/null | tr '\n' ' ')"
 		fi
 		sync_point "$sp.ready" "$st" || { RUN_VERDICT="peer lost at $sp.ready"; stop_server; return; }
 		sync_point "$sp.done" "ok" || { RUN_VERDICT="peer lost at $sp.done"; stop_server; return; }
@@ -443,7 +454,7 @@ srv_info_exit() {
 srv_info_killed() {
 	SRV_INFO=ok
 	[ "$SRV_RC" = killed ] ||
-		SRV_INFO="server exited by itself (status $SRV_RC): $(tail -n 3 "$SRV_TMP"/*.log | tr '\n' ' ')"
+		SRV_INFO="server exited by itself (status $SRV_RC): $(tail -n 3 "$SRV_LOG" | tr '\n' ' ')"
 }
 
 # iperf3: one test of IPERF_BYTES bytes.
@@ -451,8 +462,8 @@ P_IPERF=$PORT_BASE
 srv_iperf3() {
 	case "$1" in
 	start) echo ok ;;
-	start_here) start_server "$SRV_TMP/iperf3.log" iperf3 -s -1 -p "$P_IPERF"
-		    wait_listen "$P_IPERF" ;;
+	start_here) start_server "$SRV_TMP/iperf3.log" iperf3 -s -1 -p "$((P_IPERF + PORT_OFF))"
+		    wait_listen "$((P_IPERF + PORT_OFF))" ;;
 	stop) stop_server 20
 	      srv_info_exit iperf3 ;;
 	esac
@@ -460,7 +471,7 @@ srv_iperf3() {
 cli_iperf3() {
 	local out rc
 
-	out=$("${WRAP[@]}" timeout 120 iperf3 -c "$PEER" -p "$P_IPERF" -n "$IPERF_BYTES" 2>&1)
+	out=$("${WRAP[@]}" timeout 120 iperf3 -c "$PEER" -p "$((P_IPERF + PORT_OFF))" -n "$IPERF_BYTES" 2>&1)
 	rc=$?
 	if [ "$rc" != 0 ]; then
 		echo "iperf3 -c exit $rc: $(tail -n 3 <<< "$out")"
@@ -475,8 +486,8 @@ srv_sockperf() {
 	case "$1" in
 	start) echo ok ;;
 	start_here) start_server "$SRV_TMP/sockperf.log" sockperf server --tcp \
-			-i 0.0.0.0 -p "$P_SOCKPERF"
-		    wait_listen "$P_SOCKPERF" ;;
+			-i 0.0.0.0 -p "$((P_SOCKPERF + PORT_OFF))"
+		    wait_listen "$((P_SOCKPERF + PORT_OFF))" ;;
 	stop) stop_server 0
 	      srv_info_killed ;;
 	esac
@@ -486,7 +497,7 @@ cli_sockperf() {
 
 	for kind in ping-pong throughput; do
 		out=$("${WRAP[@]}" timeout 60 sockperf "$kind" --tcp -i "$PEER" \
-			-p "$P_SOCKPERF" -t 2 -m 1024 2>&1)
+			-p "$((P_SOCKPERF + PORT_OFF))" -t 2 -m 1024 2>&1)
 		rc=$?
 		if [ "$rc" != 0 ]; then
 			echo "sockperf $kind exit $rc: $(tail -n 3 <<< "$out")"
@@ -527,7 +538,7 @@ http {
 	uwsgi_temp_path $SRV_TMP/nginx/uwsgi;
 	scgi_temp_path $SRV_TMP/nginx/scgi;
 	server {
-		listen $P_NGINX;
+		listen $((P_NGINX + PORT_OFF));
 		root $www;
 	}
 }
@@ -536,7 +547,7 @@ EOF
 	start_here)
 		start_server "$SRV_TMP/nginx.log" nginx -p "$SRV_TMP/nginx" \
 			-e "$SRV_TMP/nginx/error.log" -c "$SRV_TMP/nginx/nginx.conf"
-		wait_listen "$P_NGINX" ;;
+		wait_listen "$((P_NGINX + PORT_OFF))" ;;
 	stop) stop_server 0
 	      srv_info_killed ;;
 	esac
@@ -550,7 +561,7 @@ cli_nginx() {
 	tmp=$(mktemp -d)
 	for f in big.bin small.txt; do
 		out=$("${WRAP[@]}" timeout 60 curl -sS --fail -o "$tmp/$f" \
-			"http://$PEER:$P_NGINX/$f" 2>&1)
+			"http://$PEER:$((P_NGINX + PORT_OFF))/$f" 2>&1)
 		rc=$?
 		if [ "$rc" != 0 ]; then
 			echo "curl $f exit $rc: $out"
@@ -566,7 +577,7 @@ cli_nginx() {
 		i=$((i + 1))
 	done
 	rm -rf "$tmp"
-	out=$("${WRAP[@]}" timeout 60 wrk -d2 -c4 -t1 "http://$PEER:$P_NGINX/small.txt" 2>&1)
+	out=$("${WRAP[@]}" timeout 60 wrk -d2 -c4 -t1 "http://$PEER:$((P_NGINX + PORT_OFF))/small.txt" 2>&1)
 	rc=$?
 	reqs=$(awk '/requests in/ { print $1 }' <<< "$out")
 	if [ "$rc" != 0 ] || ! [ "${reqs:-0}" -gt 0 ] 2>/dev/null ||
@@ -582,10 +593,10 @@ P_REDIS=$((PORT_BASE + 3))
 srv_redis() {
 	case "$1" in
 	start) echo ok ;;
-	start_here) start_server "$SRV_TMP/redis.log" redis-server --port "$P_REDIS" \
+	start_here) start_server "$SRV_TMP/redis.log" redis-server --port "$((P_REDIS + PORT_OFF))" \
 			--bind 0.0.0.0 --protected-mode no --save '' \
 			--appendonly no --dir "$SRV_TMP" --daemonize no
-		    wait_listen "$P_REDIS" ;;
+		    wait_listen "$((P_REDIS + PORT_OFF))" ;;
 	stop) stop_server 0
 	      srv_info_killed ;;
 	esac
@@ -594,11 +605,11 @@ cli_redis() {
 	local out rc val key=visock:apps:$$ sets gets
 
 	val="visock-$RANDOM-$RANDOM-$(date +%s)"
-	out=$("${WRAP[@]}" timeout 60 redis-cli -h "$PEER" -p "$P_REDIS" SET "$key" "$val" 2>&1)
+	out=$("${WRAP[@]}" timeout 60 redis-cli -h "$PEER" -p "$((P_REDIS + PORT_OFF))" SET "$key" "$val" 2>&1)
 	[ "$out" = OK ] || { echo "redis-cli SET: '$out'"; return; }
-	out=$("${WRAP[@]}" timeout 60 redis-cli -h "$PEER" -p "$P_REDIS" GET "$key" 2>&1)
+	out=$("${WRAP[@]}" timeout 60 redis-cli -h "$PEER" -p "$((P_REDIS + PORT_OFF))" GET "$key" 2>&1)
 	[ "$out" = "$val" ] || { echo "redis-cli GET: '$out', expected '$val'"; return; }
-	out=$("${WRAP[@]}" timeout 120 redis-benchmark -h "$PEER" -p "$P_REDIS" -q \
+	out=$("${WRAP[@]}" timeout 120 redis-benchmark -h "$PEER" -p "$((P_REDIS + PORT_OFF))" -q \
 		-n 2000 -c 4 -t set,get 2>&1)
 	rc=$?
 	out=$(tr '\r' '\n' <<< "$out")
