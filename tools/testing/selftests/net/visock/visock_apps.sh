@@ -219,7 +219,9 @@ fmt() {
 # set_mode visock|plain|oneside: what this host's programs get.
 # oneside: the client host redirects, the server host neither redirects
 # nor has visock enabled.
+# Sets WRAP (the command prefix of the programs), MODE_ERR on errors.
 WRAP=()
+MODE_ERR=
 set_mode() {
 	local mode=$1 out args=() c
 
@@ -237,7 +239,7 @@ set_mode() {
 				args+=(--comm "$c")
 			done
 			if ! out=$("$REDIR_TOOL" load "${args[@]}" 2>&1); then
-				echo "visock_redirect load: $out"
+				MODE_ERR="visock_redirect load: $out"
 				return 1
 			fi
 		else
@@ -340,8 +342,8 @@ run_app() {
 	plain) PORT_OFF=10 ;;
 	*) PORT_OFF=20 ;;
 	esac
-	if ! st=$(set_mode "$mode"); then
-		why="$ROLE: $st"
+	if ! set_mode "$mode"; then
+		why="$ROLE: $MODE_ERR"
 	fi
 	if ! sync_point "$sp.setup" "${why:-ok}"; then
 		RUN_VERDICT="peer did not reach sync point $sp.setup"
