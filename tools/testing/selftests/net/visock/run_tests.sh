@@ -14,7 +14,9 @@
 # inet protosw and BPF redirect (all with net.visock.enable=0),
 # then the handshake pass with net.visock.enable=1: handshake, fallback
 # and hostile-peer tests (visock_hs), the RDMA data path tests
-# (visock_dp), and the stream tests again, between the hosts and over
+# (visock_dp), visockctl (visock_ctl), the stream tests again between
+# the hosts, the BPF redirect and unmodified programs (iperf3, sockperf,
+# nginx, redis: visock_apps.sh) between the hosts, the stream tests over
 # loopback; module unload/reload, and finally the
 # kernel log.  Output is KTAP; the exit status is 0 only if no test
 # failed.
@@ -845,7 +847,7 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp ctl stream_hs stream_hslo; do
+		for g in hs dp ctl stream_hs stream_hslo apps; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return

@@ -612,7 +612,7 @@ cli_redis() {
 	out=$("${WRAP[@]}" timeout 60 redis-cli -h "$PEER" -p "$((P_REDIS + PORT_OFF))" GET "$key" 2>&1)
 	[ "$out" = "$val" ] || { echo "redis-cli GET: '$out', expected '$val'"; return; }
 	out=$("${WRAP[@]}" timeout 120 redis-benchmark -h "$PEER" -p "$((P_REDIS + PORT_OFF))" -q \
-		-n 2000 -c 4 -t set,get 2>&1)
+		-n 2000 -t set,get 2>&1)
 	rc=$?
 	out=$(tr '\r' '\n' <<< "$out")
 	sets=$(grep -m1 -o '^SET: [0-9.]* requests per second' <<< "$out")
