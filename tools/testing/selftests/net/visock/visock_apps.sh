@@ -256,6 +256,7 @@ set_mode() {
 
 # ---- server side helpers ----
 
+ORIG_ENABLE=$(cat /proc/sys/net/visock/enable 2>/dev/null)
 SRV_PID=
 SRV_LOG=/dev/null
 PORT_OFF=0
@@ -267,7 +268,8 @@ cleanup() {
 	SRV_PID=$NGINX_PID
 	stop_server
 	[ "$METHOD" = bpf ] && "$REDIR_TOOL" unload >/dev/null 2>&1
-	[ -w /proc/sys/net/visock/enable ] && echo 1 > /proc/sys/net/visock/enable
+	[ -n "$ORIG_ENABLE" ] && [ -w /proc/sys/net/visock/enable ] &&
+		echo "$ORIG_ENABLE" > /proc/sys/net/visock/enable
 	rm -rf "$SRV_TMP"
 }
 trap cleanup EXIT
