@@ -64,16 +64,27 @@ banner "dependencies"
 "$T/vm/vm.sh" prepare --kernel all || result 1 "test bed preparation"
 # sparse and dkms for the build stages, flex/bison/bc for the UML KUnit
 # kernel, iptables for the middlebox tests, clang/bpftool/libbpf-dev for
-# visock_redirect (the guests use host binaries, libbpf1 included).
+# visock_redirect (the guests use host binaries, libbpf1 included);
+# iperf3, sockperf, nginx, curl, wrk and redis for the apps selftests.
 missing=()
 for pkg in gcc make sparse dkms flex bison bc python3 iptables clang bpftool \
-	libbpf-dev; do
+	libbpf-dev iperf3 sockperf nginx-light curl wrk redis-server redis-tools; do
 	dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "check: installing Debian packages: ${missing[*]}"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y \
 		--no-install-recommends "${missing[@]}" >/dev/null
+	# nginx and redis-server are for the guests (selftests apps.*): no
+	# services of theirs on this host.
+	for svc in nginx redis-server; do
+		if [ -d /run/systemd/system ]; then
+			systemctl disable --now -q "$svc" 2>/dev/null
+		elif [ -x "/etc/init.d/$svc" ]; then
+			update-rc.d "$svc" disable >/dev/null 2>&1
+			"/etc/init.d/$svc" stop >/dev/null 2>&1
+		fi
+	done
 fi
 "$T/linux-source.sh" >/dev/null || result 1 "linux-source-6.12"
 

@@ -40,7 +40,7 @@ backports_series=" 6.12 "
 # Userspace the guests use (they run the host's binaries).
 base_pkgs=(qemu-system-x86 busybox-static kmod xz-utils zstd cpio iproute2
 	procps iputils-ping socat rdma-core ibverbs-utils ibverbs-providers perftest iperf3 sockperf
-	iptables)
+	iptables nginx-light curl wrk redis-server redis-tools)
 
 # What the host looks for in guest kernel logs.
 splat_patterns=("Oops" "WARNING:" "BUG:" "Call Trace:" "Kernel panic" "KASAN"
@@ -136,6 +136,23 @@ apt_install() { # [-t RELEASE] PKG...  (does nothing without packages)
 		apt-get install -y -q --no-install-recommends "${target[@]}" "$@"
 }
 
+# The guests start their own nginx and redis-server (the apps selftests);
+# the services the packages install on the host are not wanted there.
+stop_services() {
+	local svc
+	for svc in nginx redis-server; do
+		[ -e "/lib/systemd/system/$svc.service" ] || [ -e "/etc/init.d/$svc" ] || continue
+		if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
+			systemctl is-enabled -q "$svc" 2>/dev/null || systemctl is-active -q "$svc" 2>/dev/null || continue
+			info "disabling the $svc service"
+			as_root systemctl disable --now -q "$svc" 2>/dev/null || true
+		elif [ -x "/etc/init.d/$svc" ]; then
+			as_root update-rc.d "$svc" disable >/dev/null 2>&1 || true
+			as_root "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+		fi
+	done
+}
+
 ensure_backports_source() {
 	if grep -rqs '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
 		return 1
@@ -171,6 +188,7 @@ cmd_prepare() {
 
 	# shellcheck disable=SC2046
 	apt_install $(pkg_missing "${base_pkgs[@]}")
+	stop_services
 	for series in "${list[@]}"; do
 		kver=$(resolve_kver "$series")
 		pkgs=$(pkg_missing "linux-image-$kver" "linux-headers-$kver")

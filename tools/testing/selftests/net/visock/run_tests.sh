@@ -14,7 +14,9 @@
 # inet protosw and BPF redirect (all with net.visock.enable=0),
 # then the handshake pass with net.visock.enable=1: handshake, fallback
 # and hostile-peer tests (visock_hs), the RDMA data path tests
-# (visock_dp), and the stream tests again, between the hosts and over
+# (visock_dp), visockctl (visock_ctl), the stream tests again between
+# the hosts, the BPF redirect and unmodified programs (iperf3, sockperf,
+# nginx, redis: visock_apps.sh) between the hosts, the stream tests over
 # loopback; module unload/reload, and finally the
 # kernel log.  Output is KTAP; the exit status is 0 only if no test
 # failed.
@@ -210,6 +212,7 @@ list_prog ctl visock_ctl
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
 list_prog redirect_hs visock_redirect_test 'xhost_*'
+list_prog apps visock_apps.sh
 add_test module.unload_busy
 add_test module.unload
 add_test module.ctl_unloaded
@@ -364,7 +367,7 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*|ctl.*|redirect.*) NEED_MODULE=1 ;;
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|ctl.*|redirect.*|apps.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
 done
@@ -813,6 +816,25 @@ redirect_hs() {
 	"$REDIR_TOOL" unload >/dev/null 2>&1
 }
 
+# apps WHY: unmodified third-party programs (iperf3, sockperf, nginx with
+# curl and wrk, redis) between the hosts, redirected to visock and plain
+# (visock_apps.sh, which meets its peer half through the results
+# directories the VM bed shares).  WHY: reason to skip.
+apps_group() {
+	local why=$1
+
+	group_selected apps || return 0
+	if [ -n "$why" ]; then
+		finish_group apps skip "$why"
+		return
+	fi
+	if [ "$ROLE" = client ]; then
+		run_prog apps visock_apps.sh --role client --peer "$PEER"
+	else
+		run_prog apps visock_apps.sh --role server
+	fi
+}
+
 # ---- handshake pass: net.visock.enable=1 ----
 
 # The data path tests (dp.*) and the stream tests run with
@@ -825,14 +847,15 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp ctl stream_hs stream_hslo; do
+		for g in hs dp ctl stream_hs stream_hslo apps; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
-	   ! group_selected stream_hslo && ! group_selected redirect_hs; then
+	   ! group_selected stream_hslo && ! group_selected redirect_hs &&
+	   ! group_selected apps; then
 		return
 	fi
 	if [ -w "$ENABLE" ]; then
@@ -846,7 +869,8 @@ hs_pass() {
 	# picked.
 	EXTRA_PICKS=()
 	if group_selected dp || group_selected ctl ||
-	   group_selected stream_hs || group_selected redirect_hs; then
+	   group_selected stream_hs || group_selected redirect_hs ||
+	   group_selected apps; then
 		EXTRA_PICKS=(--pick rdma_ready)
 	fi
 	[ "$NO_CLIENT" = 1 ] && wait_s=30
@@ -854,14 +878,14 @@ hs_pass() {
 	client)
 		if group_selected hs || group_selected dp ||
 		   group_selected ctl || group_selected stream_hs ||
-		   group_selected redirect_hs; then
+		   group_selected redirect_hs || group_selected apps; then
 			run_prog_always hs visock_hs --role client --peer "$PEER" \
 				${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT"
 		fi ;;
 	server)
 		if group_selected hs || group_selected dp ||
 		   group_selected ctl || group_selected stream_hs ||
-		   group_selected redirect_hs; then
+		   group_selected redirect_hs || group_selected apps; then
 			run_prog_always hs visock_hs --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi ;;
@@ -875,7 +899,8 @@ hs_pass() {
 		finish_group dp skip "role single: no peer host"
 		finish_group ctl skip "role single: no peer host"
 		finish_group stream_hs skip "role single: no peer host"
-		finish_group redirect_hs skip "role single: no peer host" ;;
+		finish_group redirect_hs skip "role single: no peer host"
+		finish_group apps skip "role single: no peer host" ;;
 	*)
 		why=
 		if [ "${RES[hs.rdma_ready]:-}" != pass ]; then
@@ -911,7 +936,8 @@ hs_pass() {
 			run_prog stream_hs visock_stream --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi
-		redirect_hs "$why" "$wait_s" ;;
+		redirect_hs "$why" "$wait_s"
+		apps_group "$why" ;;
 	esac
 
 	if group_selected stream_hslo; then
