@@ -51,6 +51,18 @@ static struct visock_cursor visock_cursor_at(u32 size, u64 pos)
 	return c;
 }
 
+/*
+ * The peer has every byte before stream position @pos: the send buffer
+ * space up to it is free, nothing before it is outstanding.  Under
+ * @dp->lock.
+ */
+static void visock_fo_peer_has_locked(struct visock_dp *dp, u64 pos)
+{
+	dp->tx_peer_cons = visock_cursor_at(dp->tx_size, pos);
+	dp->tx_sent = dp->tx_peer_cons;
+	dp->tx_acked = dp->tx_peer_cons;
+}
+
 /**
  * visock_fo_kick() - let the failover work make progress
  * @dp: data path state, failing over or failed over
@@ -223,10 +235,7 @@ static int visock_fo_recv_msg(struct visock_dp *dp, struct socket *tcp)
 		return -EPROTO;
 	}
 	dp->fo_tx_pos = peer_pos;
-	/* Everything before it is the peer's: free it at once. */
-	dp->tx_peer_cons = visock_cursor_at(dp->tx_size, peer_pos);
-	dp->tx_sent = dp->tx_peer_cons;
-	dp->tx_acked = dp->tx_peer_cons;
+	visock_fo_peer_has_locked(dp, peer_pos);
 	dp->wr_head = dp->wr_tail;
 	dp->state = VISOCK_DP_TCP;
 	spin_unlock_bh(&dp->lock);
@@ -266,10 +275,7 @@ static void visock_fo_tx(struct visock_dp *dp, struct socket *tcp)
 		spin_lock_bh(&dp->lock);
 		dp->fo_tx_pos += ret;
 		dp->bytes_sent += ret;
-		dp->tx_peer_cons = visock_cursor_at(dp->tx_size,
-						    dp->fo_tx_pos);
-		dp->tx_sent = dp->tx_peer_cons;
-		dp->tx_acked = dp->tx_peer_cons;
+		visock_fo_peer_has_locked(dp, dp->fo_tx_pos);
 		spin_unlock_bh(&dp->lock);
 		VISOCK_STAT_ADD(&dp->vsk->sk, tcp_bytes_sent, ret);
 		visock_dp_wake(dp, VISOCK_WAKE_WRITE | VISOCK_WAKE_CLOSE);
