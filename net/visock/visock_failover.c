@@ -274,7 +274,6 @@ static void visock_fo_tx(struct visock_dp *dp, struct socket *tcp)
 		}
 		spin_lock_bh(&dp->lock);
 		dp->fo_tx_pos += ret;
-		dp->bytes_sent += ret;
 		visock_fo_peer_has_locked(dp, dp->fo_tx_pos);
 		spin_unlock_bh(&dp->lock);
 		VISOCK_STAT_ADD(&dp->vsk->sk, tcp_bytes_sent, ret);
@@ -325,7 +324,6 @@ static void visock_fo_rx(struct visock_dp *dp, struct socket *tcp)
 			dp->peer_done = true;
 		} else {
 			visock_cursor_add(&dp->rx_prod, dp->rx_size, ret);
-			dp->bytes_rcvd += ret;
 		}
 		spin_unlock_bh(&dp->lock);
 		if (ret)
