@@ -151,10 +151,47 @@ for k in $KERNELS; do
 	result $rc "test bed $kver (both guests finished, kernel logs clean)"
 done
 
+# A short digest of the first kernel splat of each guest log, printed
+# last so that a CI log's tail shows what went wrong and where.
+splat_digest() { # FILE LABEL
+	awk -v label="$2" '
+		/Oops|WARNING:|BUG:|Kernel panic|KASAN|UBSAN|possible circular locking|PANIC:/ {
+			if (!seen) { print "  " label ": " $0; seen = 1; n = 0 }
+		}
+		seen && /RIP:|Workqueue:|Comm:/ && shown < 3 { print "    " $0; shown++ }
+		seen && /Call Trace:/ && !trace { trace = 1; next }
+		trace && n < 7 && / [a-z_][a-z0-9_.]*\+0x/ && !/ \? / {
+			sub(/^.*\] +/, ""); print "      " $0; n++
+		}
+	' "$1" | head -n 12
+}
 banner "summary"
 for l in "${summary[@]}"; do
 	echo "  $l"
 done
+digest=0
+for k in $KERNELS; do
+	stage_wanted "vm-$k" || continue
+	kver=$("$T/vm/vm.sh" kver "$k")
+	for h in a b; do
+		f="$ROOT/build/vm-results/$kver/$h/serial.log"
+		[ -s "$f" ] || f="$ROOT/build/vm-results/$kver/$h/dmesg.txt"
+		[ -s "$f" ] || continue
+		d=$(splat_digest "$f" "$kver host $h")
+		[ -n "$d" ] || continue
+		if [ $digest = 1 ]; then
+			# The first one in full; the others' first lines.
+			echo "$d" | head -n 1
+		else
+			echo "=== first kernel splat (guest log, for the CI log's tail)"
+			echo "$d"
+			digest=1
+		fi
+		last=$(grep -E '^(not )?ok [0-9]+ ' "$ROOT/build/vm-results/$kver/$h/console.log" 2>/dev/null | tail -n 1)
+		echo "    last test result before it: ${last:-none}"
+	done
+done
+
 note=""
 [ -n "${VISOCK_CHECK_SKIP:-}" ] && note=" (stages left out: ${VISOCK_CHECK_SKIP})"
 echo "make check took $(($(date +%s) - start)) s$note"
