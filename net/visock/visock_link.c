@@ -126,7 +126,7 @@ enum visock_link_state {
  * @sgt: one entry per chunk
  * @dma_nents: entries after DMA mapping, 0 while not mapped
  * @mr: memory region covering the ring, NULL once released
- * @iova: address the peer writes to (the MR's iova)
+ * @iova: address the peer writes to (the MR's iova: 0, zero-based)
  * @rkey: remote key of @mr
  * @dir: DMA direction: DMA_FROM_DEVICE for the receive ring,
  *	DMA_TO_DEVICE for the send buffer (the source of our RDMA WRITEs)
@@ -390,7 +390,12 @@ static int visock_rbuf_create(struct visock_link *l, u32 size,
 		rb->mr = NULL;
 		return err;
 	}
-	n = ib_map_mr_sg(rb->mr, rb->sgt.sgl, rb->dma_nents, NULL, chunk);
+	/*
+	 * Zero-based: the peer addresses the ring by offset, and no DMA or
+	 * kernel virtual address (Soft-RoCE uses the latter) goes on the
+	 * wire in the handshake.
+	 */
+	n = ib_map_mr_sg_zbva(rb->mr, rb->sgt.sgl, rb->dma_nents, NULL, chunk);
 	if (n != rb->dma_nents)
 		return n < 0 ? n : -EINVAL;
 	if (rb->mr->length != size)

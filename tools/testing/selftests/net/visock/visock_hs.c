@@ -856,6 +856,11 @@ static uint32_t get32(const uint8_t *p)
 	return (uint32_t)get16(p) << 16 | get16(p + 2);
 }
 
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
 static void hm_start(struct hmsg *m, uint8_t type, uint8_t version)
 {
 	memset(m, 0, sizeof(*m));
@@ -1091,6 +1096,7 @@ struct hdec {
 	uint8_t version;
 	uint32_t present;
 	uint32_t qpn, psn, token, reason, rbuf_size;
+	uint64_t rbuf_addr;
 	uint8_t mtu;
 };
 
@@ -1155,6 +1161,7 @@ static int hm_decode(const uint8_t *b, size_t len, struct hdec *d,
 			d->mtu = v[0];
 			break;
 		case TLV_RBUF:
+			d->rbuf_addr = get64(v);
 			d->rbuf_size = get32(v + 12);
 			break;
 		case TLV_TOKEN:
@@ -1181,6 +1188,12 @@ static int hm_decode(const uint8_t *b, size_t len, struct hdec *d,
 	    ((d->present & BIT_T(TLV_TOKEN)) && !d->token) ||
 	    ((d->present & BIT_T(TLV_REASON)) && d->reason > VISOCK_FB_MAX)) {
 		snprintf(err, size, "value out of range");
+		return -1;
+	}
+	/* Rings are zero-based: no kernel or DMA address on the wire. */
+	if ((d->present & BIT_T(TLV_RBUF)) && d->rbuf_addr) {
+		snprintf(err, size, "RBUF address %#llx is not 0",
+			 (unsigned long long)d->rbuf_addr);
 		return -1;
 	}
 	return 0;
@@ -2511,10 +2524,12 @@ static int xfer_tolerant(int fd, uint64_t len, int timeout_ms, char *how,
 	return 0;
 }
 
-/* 1000 bytes each way, blocking. */
+#define PING_LEN	1000
+
+/* PING_LEN bytes each way, blocking. */
 static void ping_both(struct vt_ctx *c, int fd)
 {
-	static uint8_t buf[1000], got[1000];
+	static uint8_t buf[PING_LEN], got[PING_LEN];
 	size_t i;
 
 	for (i = 0; i < sizeof(buf); i++)
@@ -2555,6 +2570,30 @@ static int pair_visock(struct vt_ctx *c)
  */
 #define GONE_XFER_LEN	(8 * 1024 * 1024)	/* each way */
 #define GONE_DELAY_MS	300			/* into the transfer */
+
+/*
+ * After device_gone's transfer (PING_LEN, then GONE_XFER_LEN bytes each
+ * way), one direction's bytes split into what RDMA WRITEs carried (posted
+ * bytes, never more than the stream) and what TCP carried (its counters
+ * also hold the handshake and failover messages).  Counting the bytes
+ * TCP resent after the failover as RDMA bytes as well - a bug once -
+ * pushes the RDMA count past the stream.
+ */
+static void check_split(const struct visock_info *vi, bool sent)
+{
+	uint64_t total = PING_LEN + GONE_XFER_LEN;
+	uint64_t rdma = sent ? vi->vi_rdma_bytes_sent : vi->vi_rdma_bytes_rcvd;
+	uint64_t tcp = sent ? vi->vi_tcp_bytes_sent : vi->vi_tcp_bytes_rcvd;
+	const char *dir = sent ? "sent" : "received";
+
+	vt_diag("bytes %s: RDMA %llu + TCP %llu for a stream of %llu", dir,
+		(unsigned long long)rdma, (unsigned long long)tcp,
+		(unsigned long long)total);
+	vt_assert(rdma <= total && rdma + tcp >= total,
+		  "bytes %s: RDMA %llu + TCP %llu do not split %llu",
+		  dir, (unsigned long long)rdma, (unsigned long long)tcp,
+		  (unsigned long long)total);
+}
 
 static void device_gone_common(struct vt_ctx *c, bool client_side)
 {
@@ -2610,6 +2649,13 @@ static void device_gone_common(struct vt_ctx *c, bool client_side)
 	vt_assert(!(vi.vi_flags & VISOCK_INFO_F_LINK_UP),
 		  "failed over, but the link is still reported up: %s",
 		  info_str(&vi));
+	/*
+	 * Every byte went either way: RDMA up to the failover, then TCP.
+	 * The RDMA counters must not include what TCP carried (if they
+	 * did, they would reach the whole stream on their own).
+	 */
+	check_split(&vi, true);
+	check_split(&vi, false);
 	close(fd);
 	vt_sync(c, "closed");
 	if (deleter)
