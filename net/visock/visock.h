@@ -372,6 +372,9 @@ void visock_diag_exit(void);
 /* visock_genl.c */
 int visock_genl_init(void);
 void visock_genl_exit(void);
+void visock_genl_notify_sock(struct visock_sock *vsk, u8 type, int arg,
+			     const struct visock_diag_link *link);
+void visock_genl_notify_dev(struct ib_device *ibdev, u8 type);
 
 /* visock_sysctl.c */
 int visock_sysctl_net_init(struct net *net);
