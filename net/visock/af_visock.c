@@ -90,6 +90,7 @@ void visock_set_fallback(struct visock_sock *vsk, u8 reason)
 	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
 	visock_count_fallback(vsk, reason);
 	trace_visock_fallback(vsk, reason);
+	visock_genl_notify_sock(vsk, VISOCK_EVENT_FALLBACK, reason, NULL);
 }
 
 /*

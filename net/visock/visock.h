@@ -85,11 +85,13 @@ struct visock_totals {
  * struct visock_gauges - current resource use of a namespace
  * @sockets: visock sockets
  * @qps: queue pairs (links)
+ * @links_up: links in state up
  * @reg_bytes: memory registered for those links
  */
 struct visock_gauges {
 	u64 sockets;
 	u64 qps;
+	u64 links_up;
 	u64 reg_bytes;
 };
 
@@ -107,6 +109,9 @@ struct visock_gauges {
  * @base_lock: protects @base
  * @base: counter values at the last reset (visock_stats_reset()); what
  *	userspace sees is the difference to them
+ * @sk_lock: protects @sk_list (visock_diag.c); BH-safe, innermost
+ * @sk_list: visock sockets of this namespace, in the order of their
+ *	numbers (struct visock_sock.diag_node)
  */
 struct visock_net {
 	int enable;
@@ -123,6 +128,9 @@ struct visock_net {
 	/* Protects base; any context (BH-safe) */
 	spinlock_t base_lock;
 	struct visock_totals base;
+	/* Protects sk_list; any context (BH-safe), innermost */
+	spinlock_t sk_lock;
+	struct list_head sk_list;
 };
 
 /* Count @n in field @f of the namespace counters of socket @sk. */
@@ -172,8 +180,8 @@ struct visock_net {
  * @saved_write_space: see @saved_data_ready
  * @saved_state_change: see @saved_data_ready
  * @saved_error_report: see @saved_data_ready
- * @diag_node: entry in the socket list of visock_diag.c, under its
- *	visock_diag_list_lock
+ * @diag_node: entry in the socket list of the namespace (struct
+ *	visock_net.sk_list), under its sk_lock
  * @diag_id: number of the socket in that list (constant)
  * @family_destruct: sk_destruct the sock had before visock_sk_init()
  *	(inet_sock_destruct() and friends for inet sockets), run after
@@ -231,6 +239,8 @@ enum {
 	VISOCK_F_PEER_OPT,	/* the peer's SYN / SYN-ACK carried it */
 	VISOCK_F_LINK_UP,	/* @link reached RTS, peer confirmed */
 	VISOCK_F_HS_ABORTED,	/* the handshake ended the connection */
+	/* Teardown started: hidden from readers; set under lock_sock() */
+	VISOCK_F_DIAG_GONE,
 };
 
 /*
@@ -345,6 +355,13 @@ int visock_proc_net_init(struct net *net);
 void visock_proc_net_exit(struct net *net);
 
 /* visock_diag.c */
+typedef int (*visock_diag_fn_t)(struct visock_sock *vsk, void *arg);
+void visock_diag_net_init(struct net *net);
+void visock_diag_net_exit(struct net *net);
+int visock_diag_walk(struct net *net, u64 *after, visock_diag_fn_t fn,
+		     void *arg);
+void visock_diag_addrs(const struct visock_sock *vsk,
+		       struct visock_diag_msg *m);
 void visock_diag_link_sock(struct visock_sock *vsk);
 void visock_diag_unlink_sock(struct visock_sock *vsk);
 void visock_diag_destruct(struct visock_sock *vsk);
@@ -355,6 +372,9 @@ void visock_diag_exit(void);
 /* visock_genl.c */
 int visock_genl_init(void);
 void visock_genl_exit(void);
+void visock_genl_notify_sock(struct visock_sock *vsk, u8 type, int arg,
+			     const struct visock_diag_link *link);
+void visock_genl_notify_dev(struct ib_device *ibdev, u8 type);
 
 /* visock_sysctl.c */
 int visock_sysctl_net_init(struct net *net);

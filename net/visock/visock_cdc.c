@@ -130,6 +130,17 @@ int visock_rdma_prepare(struct visock_sock *vsk)
 void visock_rdma_destroy_link(struct visock_sock *vsk)
 {
 	struct visock_dp *dp = vsk->dp;
+	struct visock_diag_link d;
+
+	if (vsk->link) {
+		visock_link_diag(vsk->link, &d);
+		d.vdl_peer_qpn = vsk->peer_qpn;
+		/* A link that was up (or killed with its device) goes down. */
+		if (d.vdl_state == VISOCK_LINK_STATE_UP ||
+		    d.vdl_state == VISOCK_LINK_STATE_DEAD)
+			visock_genl_notify_sock(vsk, VISOCK_EVENT_LINK_DOWN, 0,
+						&d);
+	}
 
 	if (dp) {
 		spin_lock_bh(&dp->lock);
@@ -228,6 +239,7 @@ void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
 	net_info_ratelimited("visock: QP %u: connection reset: %s (%d)\n",
 			     visock_link_qpn(dp->link), why, detail);
 	trace_visock_abort(dp->vsk, err);
+	visock_genl_notify_sock(dp->vsk, VISOCK_EVENT_ABORT, -err, NULL);
 	if (tell_peer && dp->state == VISOCK_DP_LIVE) {
 		dp->abort = true;
 		dp->ctrl_pending = true;

@@ -1,29 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * visock: socket diagnostics (sock_diag) and the list of all sockets.
+ * visock: socket diagnostics (sock_diag) and the socket lists.
  *
- * Every visock socket is on visock_diag_list from its allocation until
- * its teardown starts (visock_diag_unlink_sock() from visock_release()
- * and visock_child_destroy()), or, if it never gets that far, until its
- * destructor runs.  The list is global; readers filter by namespace.
+ * Every visock socket is on the socket list of its network namespace
+ * (struct visock_net.sk_list) from its allocation until its destructor
+ * runs, in the order of its number (struct visock_sock.diag_id).  A socket
+ * whose teardown started (visock_diag_unlink_sock() from visock_release()
+ * and visock_child_destroy()) stays on the list but is marked
+ * VISOCK_F_DIAG_GONE under its lock_sock(), before the teardown releases
+ * anything a reader looks at (internal TCP socket, link, data path).
  *
- * A reader (a NETLINK_SOCK_DIAG dump for AF_VISOCK, or the gauges of
- * VISOCK_CMD_GET_STATS) holds visock_diag_mutex while it looks at
- * sockets, takes a reference on each socket before it drops
- * visock_diag_list_lock and reads the socket under lock_sock().  The
- * teardown takes visock_diag_mutex to unlink a socket, before it releases
- * anything the reader looks at (internal TCP socket, link, data path), so
- * a reader never sees them being freed.
+ * A reader (visock_diag_walk(): the NETLINK_SOCK_DIAG dump for AF_VISOCK,
+ * the link dump and the gauges of the generic netlink family) takes a
+ * reference on a socket under the list lock, drops the lock, and looks at
+ * the socket under its lock_sock(), skipping it if it is marked.  The
+ * reference keeps the socket, and with it its list entry, alive, so the
+ * walk continues from there.  No lock is shared by sockets of different
+ * namespaces, and a close takes no lock other than its own socket's and,
+ * in the destructor, its namespace's list lock for an instant.
  *
  * Locks, outermost first:
- *   visock_diag_mutex       readers vs. the start of a teardown
  *   lock_sock() of a visock socket
  *   struct visock_link.lock (visock_link_diag())
- *   visock_diag_list_lock   the list; BH-safe, since the destructor can
- *                           run wherever the last reference goes
- * The teardown takes visock_diag_mutex without any socket lock held.
+ *   struct visock_net.sk_lock   the namespace's list; BH-safe, since the
+ *                               destructor can run wherever the last
+ *                               reference goes
  */
-#include <linux/mutex.h>
+#include <linux/atomic.h>
 #include <linux/sock_diag.h>
 #include <linux/spinlock.h>
 #include <net/inet_sock.h>
@@ -36,42 +39,65 @@
 #include "visock_link.h"
 #include "visock_rdma.h"
 
-/* Readers hold it while they look at sockets; a teardown to unlink. */
-static DEFINE_MUTEX(visock_diag_mutex);
-/* Protects visock_diag_list and visock_diag_next_id; BH-safe. */
-static DEFINE_SPINLOCK(visock_diag_list_lock);
-static LIST_HEAD(visock_diag_list);
-static u64 visock_diag_next_id;
+/* Last socket number given out; numbers are unique while loaded. */
+static atomic64_t visock_diag_last_id = ATOMIC64_INIT(0);
 
 /**
- * visock_diag_link_sock() - put a new socket on the socket list
- * @vsk: the socket, being allocated
- *
- * Context: any; takes visock_diag_list_lock.
+ * visock_diag_net_init() - set up the socket list of a namespace
+ * @net: the new namespace
  */
-void visock_diag_link_sock(struct visock_sock *vsk)
+void visock_diag_net_init(struct net *net)
 {
-	spin_lock_bh(&visock_diag_list_lock);
-	vsk->diag_id = ++visock_diag_next_id;
-	list_add_tail(&vsk->diag_node, &visock_diag_list);
-	spin_unlock_bh(&visock_diag_list_lock);
+	struct visock_net *vn = visock_net(net);
+
+	spin_lock_init(&vn->sk_lock);
+	INIT_LIST_HEAD(&vn->sk_list);
 }
 
 /**
- * visock_diag_unlink_sock() - take a socket off the list before teardown
+ * visock_diag_net_exit() - the namespace is going away
+ * @net: the namespace
+ *
+ * Every socket holds a reference on its namespace (sk_alloc() with kern
+ * 0) or, for kernel sockets, must be closed by its creator before the
+ * namespace goes, so the list is empty here.
+ */
+void visock_diag_net_exit(struct net *net)
+{
+	WARN_ON_ONCE(!list_empty(&visock_net(net)->sk_list));
+}
+
+/**
+ * visock_diag_link_sock() - put a new socket on its namespace's list
+ * @vsk: the socket, being allocated; sock_net() is set
+ *
+ * Context: any; takes the namespace's sk_lock.
+ */
+void visock_diag_link_sock(struct visock_sock *vsk)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	/* The number under the lock: the list stays in number order. */
+	spin_lock_bh(&vn->sk_lock);
+	vsk->diag_id = atomic64_inc_return(&visock_diag_last_id);
+	list_add_tail(&vsk->diag_node, &vn->sk_list);
+	spin_unlock_bh(&vn->sk_lock);
+}
+
+/**
+ * visock_diag_unlink_sock() - hide a socket from readers before teardown
  * @vsk: the socket
  *
- * Waits for a reader looking at @vsk.  Afterwards no reader finds it.
+ * Waits for a reader looking at @vsk (it holds lock_sock()).  Afterwards
+ * no reader looks at it.  The socket leaves the list in its destructor.
  *
  * Context: process context; no socket lock held.
  */
 void visock_diag_unlink_sock(struct visock_sock *vsk)
 {
-	mutex_lock(&visock_diag_mutex);
-	spin_lock_bh(&visock_diag_list_lock);
-	list_del_init(&vsk->diag_node);
-	spin_unlock_bh(&visock_diag_list_lock);
-	mutex_unlock(&visock_diag_mutex);
+	lock_sock(&vsk->sk);
+	set_bit(VISOCK_F_DIAG_GONE, &vsk->flags);
+	release_sock(&vsk->sk);
 }
 
 /**
@@ -82,36 +108,75 @@ void visock_diag_unlink_sock(struct visock_sock *vsk)
  */
 void visock_diag_destruct(struct visock_sock *vsk)
 {
-	spin_lock_bh(&visock_diag_list_lock);
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	spin_lock_bh(&vn->sk_lock);
 	list_del_init(&vsk->diag_node);
-	spin_unlock_bh(&visock_diag_list_lock);
+	spin_unlock_bh(&vn->sk_lock);
 }
 
 /*
- * The next socket of @net after @prev (or from the start), whose number
- * is above @after, with a reference.  Caller holds visock_diag_mutex and
- * a reference on @prev, which keep @prev on the list.
+ * The next socket of @vn after @prev (or from the start), whose number
+ * is above @after, with a reference.  The reference the caller holds on
+ * @prev keeps @prev on the list.
  */
-static struct visock_sock *visock_diag_next(const struct net *net,
+static struct visock_sock *visock_diag_next(struct visock_net *vn,
 					    struct visock_sock *prev,
 					    u64 after)
 {
 	struct visock_sock *vsk, *found = NULL;
 	struct list_head *pos;
 
-	spin_lock_bh(&visock_diag_list_lock);
-	pos = prev ? prev->diag_node.next : visock_diag_list.next;
-	for (; pos != &visock_diag_list; pos = pos->next) {
+	spin_lock_bh(&vn->sk_lock);
+	pos = prev ? prev->diag_node.next : vn->sk_list.next;
+	for (; pos != &vn->sk_list; pos = pos->next) {
 		vsk = list_entry(pos, struct visock_sock, diag_node);
 		if (vsk->diag_id <= after ||
-		    !net_eq(sock_net(&vsk->sk), net) ||
 		    !refcount_inc_not_zero(&vsk->sk.sk_refcnt))
 			continue;
 		found = vsk;
 		break;
 	}
-	spin_unlock_bh(&visock_diag_list_lock);
+	spin_unlock_bh(&vn->sk_lock);
 	return found;
+}
+
+/**
+ * visock_diag_walk() - look at every live socket of a namespace
+ * @net: the namespace
+ * @after: in: number of the last socket already looked at, 0 to start at
+ *	the beginning; out: number of the last socket @fn accepted
+ * @fn: called for each socket numbered above *@after that is not being
+ *	torn down, under the socket's lock_sock(); returns 0 to go on
+ * @arg: passed to @fn
+ *
+ * Context: process context, no socket lock held; may sleep.
+ * Return: 0 after the last socket, or the first nonzero value of @fn
+ *	(*@after then names the socket before the one @fn refused).
+ */
+int visock_diag_walk(struct net *net, u64 *after, visock_diag_fn_t fn,
+		     void *arg)
+{
+	struct visock_net *vn = visock_net(net);
+	struct visock_sock *vsk, *next;
+	int err = 0;
+
+	vsk = visock_diag_next(vn, NULL, *after);
+	while (vsk) {
+		lock_sock(&vsk->sk);
+		if (!test_bit(VISOCK_F_DIAG_GONE, &vsk->flags))
+			err = fn(vsk, arg);
+		release_sock(&vsk->sk);
+		if (err) {
+			sock_put(&vsk->sk);
+			break;
+		}
+		*after = vsk->diag_id;
+		next = visock_diag_next(vn, vsk, *after);
+		sock_put(&vsk->sk);
+		vsk = next;
+	}
+	return err;
 }
 
 /*
@@ -156,8 +221,16 @@ static void visock_diag_ring(struct visock_dp *dp, struct visock_diag_ring *r)
 	spin_unlock_bh(&dp->lock);
 }
 
-static void visock_diag_addrs(const struct visock_sock *vsk,
-			      struct visock_diag_msg *m)
+/**
+ * visock_diag_addrs() - the TCP 4-tuple and state of a socket
+ * @vsk: the socket; its internal TCP socket must not go away meanwhile
+ *	(lock_sock(), or a caller inside the connection's own processing)
+ * @m: vdiag_tcp_state, the ports and the addresses filled in; the rest is
+ *	left alone
+ *
+ * Context: any.
+ */
+void visock_diag_addrs(const struct visock_sock *vsk, struct visock_diag_msg *m)
 {
 	const struct sock *tsk;
 
@@ -247,35 +320,35 @@ cancel:
 	return -EMSGSIZE;
 }
 
+struct visock_diag_dump_ctx {
+	struct sk_buff *skb;
+	struct netlink_callback *cb;
+	const struct visock_diag_req *req;
+};
+
+static int visock_diag_dump_one(struct visock_sock *vsk, void *arg)
+{
+	struct visock_diag_dump_ctx *ctx = arg;
+
+	if (!visock_diag_match(vsk, ctx->req))
+		return 0;
+	return visock_diag_fill(ctx->skb, ctx->cb, vsk, ctx->req);
+}
+
 /*
  * Dump the sockets of the requester's namespace; cb->args[0] is the
  * number of the last socket already dumped.
  */
 static int visock_diag_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
-	const struct visock_diag_req *req = nlmsg_data(cb->nlh);
-	struct net *net = sock_net(skb->sk);
-	struct visock_sock *vsk, *next;
+	struct visock_diag_dump_ctx ctx = {
+		.skb	= skb,
+		.cb	= cb,
+		.req	= nlmsg_data(cb->nlh),
+	};
 	u64 after = cb->args[0];
-	int err = 0;
 
-	mutex_lock(&visock_diag_mutex);
-	vsk = visock_diag_next(net, NULL, after);
-	while (vsk) {
-		lock_sock(&vsk->sk);
-		if (visock_diag_match(vsk, req))
-			err = visock_diag_fill(skb, cb, vsk, req);
-		release_sock(&vsk->sk);
-		if (err) {
-			sock_put(&vsk->sk);
-			break;
-		}
-		after = vsk->diag_id;
-		next = visock_diag_next(net, vsk, after);
-		sock_put(&vsk->sk);
-		vsk = next;
-	}
-	mutex_unlock(&visock_diag_mutex);
+	visock_diag_walk(sock_net(skb->sk), &after, visock_diag_dump_one, &ctx);
 	cb->args[0] = after;
 	return skb->len;
 }
@@ -309,6 +382,24 @@ static const struct sock_diag_handler visock_diag_handler = {
 	.dump	= visock_diag_handler_dump,
 };
 
+static int visock_diag_gauge_one(struct visock_sock *vsk, void *arg)
+{
+	struct visock_gauges *g = arg;
+	struct visock_diag_link d;
+
+	g->sockets++;
+	if (!vsk->link)
+		return 0;
+	visock_link_diag(vsk->link, &d);
+	if (d.vdl_state == VISOCK_LINK_STATE_INIT ||
+	    d.vdl_state == VISOCK_LINK_STATE_UP)
+		g->qps++;
+	if (d.vdl_state == VISOCK_LINK_STATE_UP)
+		g->links_up++;
+	g->reg_bytes += d.vdl_reg_bytes;
+	return 0;
+}
+
 /**
  * visock_diag_gauges() - current resource use of a namespace
  * @net: the namespace
@@ -320,28 +411,10 @@ static const struct sock_diag_handler visock_diag_handler = {
  */
 void visock_diag_gauges(struct net *net, struct visock_gauges *g)
 {
-	struct visock_sock *vsk, *next;
-	struct visock_diag_link d;
+	u64 after = 0;
 
 	memset(g, 0, sizeof(*g));
-	mutex_lock(&visock_diag_mutex);
-	vsk = visock_diag_next(net, NULL, 0);
-	while (vsk) {
-		g->sockets++;
-		lock_sock(&vsk->sk);
-		if (vsk->link) {
-			visock_link_diag(vsk->link, &d);
-			if (d.vdl_state == VISOCK_LINK_STATE_INIT ||
-			    d.vdl_state == VISOCK_LINK_STATE_UP)
-				g->qps++;
-			g->reg_bytes += d.vdl_reg_bytes;
-		}
-		release_sock(&vsk->sk);
-		next = visock_diag_next(net, vsk, vsk->diag_id);
-		sock_put(&vsk->sk);
-		vsk = next;
-	}
-	mutex_unlock(&visock_diag_mutex);
+	visock_diag_walk(net, &after, visock_diag_gauge_one, g);
 }
 
 /**

@@ -3,28 +3,56 @@
  * visock: the "visock" generic netlink family.
  *
  * Statistics (VISOCK_CMD_GET_STATS, VISOCK_CMD_RESET_STATS), the RDMA
- * devices visock uses (VISOCK_CMD_GET_DEVICES) and net.visock.enable
+ * devices visock uses (VISOCK_CMD_GET_DEVICES), the RDMA links with their
+ * owners and peers (VISOCK_CMD_GET_LINKS) and net.visock.enable
  * (VISOCK_CMD_SET).  Every command acts on the network namespace of the
  * requesting socket; the family is netnsok.  Changing commands need
  * CAP_NET_ADMIN in the user namespace that owns that network namespace.
  *
+ * Events (VISOCK_CMD_EVENT) go to the multicast group "events" of the
+ * namespace they happen in: link up and down, fallback, abort (from any
+ * context, so built with GFP_ATOMIC), device added and removed (to every
+ * namespace that may use the device).
+ *
  * The operations take no lock of their own and may run in parallel
  * (parallel_ops): counters are read and reset under struct
- * visock_net.base_lock (visock_proc.c), the socket list has its own locks
- * (visock_diag.c) and the device walk runs under visock_ibdevs_lock.
+ * visock_net.base_lock (visock_proc.c), the socket lists have their own
+ * locks (visock_diag.c) and the device walk runs under visock_ibdevs_lock.
  */
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
+#include <net/net_namespace.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
 #include "visock.h"
+#include "visock_link.h"
 
 /* Upper bound of GID table entries looked at per port. */
 #define VISOCK_GENL_GID_MAX	4096
 
 static struct genl_family visock_genl_family;
+
+/* Multicast groups; the index is what genl_has_listeners() wants. */
+enum {
+	VISOCK_GENL_GRP_EVENTS,
+};
+
+static const struct genl_multicast_group visock_genl_mcgrps[] = {
+	[VISOCK_GENL_GRP_EVENTS] = { .name = VISOCK_GENL_MCGRP_EVENTS },
+};
+
+/*
+ * Whether the family is registered: RDMA devices come and go before and
+ * after it is (the ib_client lives longer).  Written under
+ * visock_genl_dev_lock, read with READ_ONCE() by socket events, which
+ * cannot happen while no socket exists (module init and exit).
+ */
+static bool visock_genl_ready;
+/* Serialises device events against (un)registering the family. */
+static DEFINE_MUTEX(visock_genl_dev_lock);
 
 static const struct nla_policy visock_genl_policy[VISOCK_A_MAX + 1] = {
 	[VISOCK_A_ENABLE]	= NLA_POLICY_MAX(NLA_U8, 1),
@@ -35,8 +63,11 @@ static int visock_put_u64(struct sk_buff *skb, int type, u64 val, int pad)
 	return nla_put_u64_64bit(skb, type, val, pad);
 }
 
+static unsigned int visock_genl_ns_devices(struct net *net);
+
 static int visock_genl_put_stats(struct sk_buff *skb, struct net *net)
 {
+	unsigned int ns_devices = visock_genl_ns_devices(net);
 	struct visock_gauges g;
 	struct visock_totals t;
 	struct nlattr *nest, *fb;
@@ -76,6 +107,8 @@ static int visock_genl_put_stats(struct sk_buff *skb, struct net *net)
 	PUT(QPS, g.qps);
 	PUT(REG_BYTES, g.reg_bytes);
 	PUT(RDMA_DEVICES, visock_ib_device_count());
+	PUT(NS_DEVICES, ns_devices);
+	PUT(LINKS_UP, g.links_up);
 #undef PUT
 	/* One u64 per reason, the reason as type; type 0 is padding. */
 	fb = nla_nest_start(skb, VISOCK_STATS_A_FALLBACK);
@@ -149,14 +182,21 @@ struct visock_genl_dev_ctx {
 	unsigned int msgs;
 };
 
-/* RoCEv2 GIDs of @port whose net device is in @net. */
-static int visock_genl_put_gids(struct sk_buff *skb, struct net *net,
-				struct ib_device *ibdev, u32 port)
+static int visock_genl_put_gid(struct sk_buff *skb,
+			       const struct ib_gid_attr *attr, int ifindex,
+			       const char *ifname);
+
+/*
+ * The RoCEv2 GIDs of @port whose net device is in @net: into @skb as
+ * VISOCK_PORT_A_GID nests, or, with @skb NULL, only whether there is one.
+ * Return: 0 or -EMSGSIZE with @skb; 1 if there is one, else 0 without.
+ */
+static int visock_genl_gids(struct net *net, struct ib_device *ibdev,
+			    u32 port, struct sk_buff *skb)
 {
 	const struct ib_gid_attr *attr;
 	struct net_device *ndev;
 	char ifname[IFNAMSIZ];
-	struct nlattr *nest;
 	int ifindex, err;
 	unsigned int i;
 
@@ -178,24 +218,104 @@ static int visock_genl_put_gids(struct sk_buff *skb, struct net *net,
 			rcu_read_unlock();
 		}
 		err = 0;
-		if (ifindex) {
-			err = -EMSGSIZE;
-			nest = nla_nest_start(skb, VISOCK_PORT_A_GID);
-			if (nest &&
-			    !nla_put_u32(skb, VISOCK_GID_A_INDEX, i) &&
-			    !nla_put(skb, VISOCK_GID_A_GID, sizeof(attr->gid),
-				     &attr->gid) &&
-			    !nla_put_u32(skb, VISOCK_GID_A_IFINDEX, ifindex) &&
-			    !nla_put_string(skb, VISOCK_GID_A_IFNAME, ifname)) {
-				nla_nest_end(skb, nest);
-				err = 0;
-			}
-		}
+		if (ifindex)
+			err = skb ? visock_genl_put_gid(skb, attr, ifindex,
+							ifname) : 1;
 		rdma_put_gid_attr(attr);
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+static int visock_genl_put_gid(struct sk_buff *skb,
+			       const struct ib_gid_attr *attr, int ifindex,
+			       const char *ifname)
+{
+	struct nlattr *nest;
+
+	nest = nla_nest_start(skb, VISOCK_PORT_A_GID);
+	if (!nest ||
+	    nla_put_u32(skb, VISOCK_GID_A_INDEX, attr->index) ||
+	    nla_put(skb, VISOCK_GID_A_GID, sizeof(attr->gid), &attr->gid) ||
+	    nla_put_u32(skb, VISOCK_GID_A_IFINDEX, ifindex) ||
+	    nla_put_string(skb, VISOCK_GID_A_IFNAME, ifname))
+		return -EMSGSIZE;
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/* Whether @ibdev has a RoCEv2 GID on a net device of @net. */
+static bool visock_genl_dev_usable(struct net *net, struct ib_device *ibdev)
+{
+	u32 port;
+
+	rdma_for_each_port(ibdev, port)
+		if (rdma_protocol_roce(ibdev, port) &&
+		    visock_genl_gids(net, ibdev, port, NULL))
+			return true;
+	return false;
+}
+
+static int visock_genl_count_dev(struct ib_device *ibdev, unsigned int nlinks,
+				 void *arg)
+{
+	struct visock_genl_dev_ctx *ctx = arg;
+
+	if (visock_genl_dev_usable(ctx->net, ibdev))
+		ctx->msgs++;
+	return 0;
+}
+
+/*
+ * Start a message of a dump: the header and the nest @type, left open.
+ * Return: the header, or NULL when @skb is full.
+ */
+static void *visock_genl_dump_put(struct sk_buff *skb,
+				  struct netlink_callback *cb, u8 cmd,
+				  int type, struct nlattr **nest)
+{
+	void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				cb->nlh->nlmsg_seq, &visock_genl_family,
+				NLM_F_MULTI, cmd);
+
+	if (!hdr)
+		return NULL;
+	*nest = nla_nest_start(skb, type);
+	if (!*nest) {
+		genlmsg_cancel(skb, hdr);
+		return NULL;
+	}
+	return hdr;
+}
+
+/*
+ * Finish the message visock_genl_dump_put() started and count it in
+ * @msgs, or, if @full, take it out of @skb again.
+ * Return: 0, or -EMSGSIZE if @full.
+ */
+static int visock_genl_dump_end(struct sk_buff *skb, void *hdr,
+				struct nlattr *nest, bool full,
+				unsigned int *msgs)
+{
+	if (full) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	(*msgs)++;
+	return 0;
+}
+
+/* RDMA devices with a RoCEv2 GID on a net device of @net. */
+static unsigned int visock_genl_ns_devices(struct net *net)
+{
+	struct visock_genl_dev_ctx ctx = { .net = net };
+	unsigned long pos = 0;
+
+	visock_ib_walk_devices(&pos, visock_genl_count_dev, &ctx);
+	return ctx.msgs;
 }
 
 /* One device into one message.  Under visock_ibdevs_lock. */
@@ -207,39 +327,31 @@ static int visock_genl_dev_fill(struct ib_device *ibdev, unsigned int nlinks,
 	struct nlattr *dev, *pnest;
 	enum ib_port_state state;
 	void *hdr;
+	bool full;
 	u32 port;
 
-	hdr = genlmsg_put(skb, NETLINK_CB(ctx->cb->skb).portid,
-			  ctx->cb->nlh->nlmsg_seq, &visock_genl_family,
-			  NLM_F_MULTI, VISOCK_CMD_GET_DEVICES);
+	hdr = visock_genl_dump_put(skb, ctx->cb, VISOCK_CMD_GET_DEVICES,
+				   VISOCK_A_DEV, &dev);
 	if (!hdr)
 		return -EMSGSIZE;
-	dev = nla_nest_start(skb, VISOCK_A_DEV);
-	if (!dev ||
-	    nla_put_string(skb, VISOCK_DEV_A_NAME, dev_name(&ibdev->dev)) ||
-	    nla_put_u32(skb, VISOCK_DEV_A_LINKS, nlinks))
-		goto cancel;
+	full = nla_put_string(skb, VISOCK_DEV_A_NAME, dev_name(&ibdev->dev)) ||
+	       nla_put_u32(skb, VISOCK_DEV_A_LINKS, nlinks);
 	rdma_for_each_port(ibdev, port) {
+		if (full)
+			break;
 		if (!rdma_protocol_roce(ibdev, port))
 			continue;
 		if (ib_get_cached_port_state(ibdev, port, &state))
 			state = IB_PORT_NOP;
 		pnest = nla_nest_start(skb, VISOCK_DEV_A_PORT);
-		if (!pnest ||
-		    nla_put_u32(skb, VISOCK_PORT_A_NUM, port) ||
-		    nla_put_u8(skb, VISOCK_PORT_A_STATE, state) ||
-		    visock_genl_put_gids(skb, ctx->net, ibdev, port))
-			goto cancel;
-		nla_nest_end(skb, pnest);
+		full = !pnest ||
+		       nla_put_u32(skb, VISOCK_PORT_A_NUM, port) ||
+		       nla_put_u8(skb, VISOCK_PORT_A_STATE, state) ||
+		       visock_genl_gids(ctx->net, ibdev, port, skb);
+		if (!full)
+			nla_nest_end(skb, pnest);
 	}
-	nla_nest_end(skb, dev);
-	genlmsg_end(skb, hdr);
-	ctx->msgs++;
-	return 0;
-
-cancel:
-	genlmsg_cancel(skb, hdr);
-	return -EMSGSIZE;
+	return visock_genl_dump_end(skb, hdr, dev, full, &ctx->msgs);
 }
 
 /* cb->args[0]: number of devices already dumped. */
@@ -262,6 +374,225 @@ static int visock_genl_get_devices(struct sk_buff *skb,
 	return skb->len;
 }
 
+/*
+ * A socket as VISOCK_SOCK_A_* in a nest of type @type.  @ino: whether
+ * to include the inode number, which needs the socket's callback lock
+ * (not from the socket's own callbacks).
+ */
+static int visock_genl_put_sock(struct sk_buff *skb, int type,
+				const struct visock_sock *vsk, bool ino)
+{
+	struct visock_diag_msg m = {};
+	struct nlattr *nest;
+
+	visock_diag_addrs(vsk, &m);
+	nest = nla_nest_start(skb, type);
+	if (!nest ||
+	    nla_put_u64_64bit(skb, VISOCK_SOCK_A_ID, vsk->diag_id,
+			      VISOCK_SOCK_A_PAD) ||
+	    (ino && nla_put_u32(skb, VISOCK_SOCK_A_INO,
+				(u32)sock_i_ino((struct sock *)&vsk->sk))) ||
+	    nla_put_u8(skb, VISOCK_SOCK_A_IP_FAMILY, vsk->family) ||
+	    nla_put(skb, VISOCK_SOCK_A_SRC, sizeof(m.vdiag_src), m.vdiag_src) ||
+	    nla_put(skb, VISOCK_SOCK_A_DST, sizeof(m.vdiag_dst), m.vdiag_dst) ||
+	    nla_put_u16(skb, VISOCK_SOCK_A_SPORT, ntohs(m.vdiag_sport)) ||
+	    nla_put_u16(skb, VISOCK_SOCK_A_DPORT, ntohs(m.vdiag_dport)))
+		return -EMSGSIZE;
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/* A link as VISOCK_LINK_A_* attributes (the nest is the caller's). */
+static int visock_genl_put_link(struct sk_buff *skb,
+				const struct visock_diag_link *d)
+{
+	if ((d->vdl_dev[0] &&
+	     nla_put_string(skb, VISOCK_LINK_A_DEV, d->vdl_dev)) ||
+	    nla_put_u32(skb, VISOCK_LINK_A_PORT, d->vdl_port) ||
+	    nla_put(skb, VISOCK_LINK_A_GID, sizeof(d->vdl_gid), d->vdl_gid) ||
+	    nla_put(skb, VISOCK_LINK_A_PEER_GID, sizeof(d->vdl_peer_gid),
+		    d->vdl_peer_gid) ||
+	    nla_put_u32(skb, VISOCK_LINK_A_QPN, d->vdl_qpn) ||
+	    nla_put_u32(skb, VISOCK_LINK_A_PEER_QPN, d->vdl_peer_qpn) ||
+	    nla_put_u8(skb, VISOCK_LINK_A_STATE, d->vdl_state) ||
+	    visock_put_u64(skb, VISOCK_LINK_A_REG_BYTES, d->vdl_reg_bytes,
+			   VISOCK_LINK_A_PAD) ||
+	    visock_put_u64(skb, VISOCK_LINK_A_WR_POSTED, d->vdl_wr_posted,
+			   VISOCK_LINK_A_PAD) ||
+	    visock_put_u64(skb, VISOCK_LINK_A_WC_OK, d->vdl_wc_ok,
+			   VISOCK_LINK_A_PAD) ||
+	    visock_put_u64(skb, VISOCK_LINK_A_WC_ERR, d->vdl_wc_err,
+			   VISOCK_LINK_A_PAD))
+		return -EMSGSIZE;
+	return 0;
+}
+
+struct visock_genl_link_ctx {
+	struct sk_buff *skb;
+	struct netlink_callback *cb;
+	unsigned int msgs;
+};
+
+/* The link of one socket into one message.  Under lock_sock(). */
+static int visock_genl_link_fill(struct visock_sock *vsk, void *arg)
+{
+	struct visock_genl_link_ctx *ctx = arg;
+	struct sk_buff *skb = ctx->skb;
+	struct visock_diag_link d;
+	struct nlattr *nest;
+	void *hdr;
+	bool full;
+
+	if (!vsk->link)
+		return 0;
+	visock_link_diag(vsk->link, &d);
+	d.vdl_peer_qpn = vsk->peer_qpn;
+	hdr = visock_genl_dump_put(skb, ctx->cb, VISOCK_CMD_GET_LINKS,
+				   VISOCK_A_LINK, &nest);
+	if (!hdr)
+		return -EMSGSIZE;
+	full = visock_genl_put_link(skb, &d) ||
+	       visock_genl_put_sock(skb, VISOCK_LINK_A_SOCK, vsk, true);
+	return visock_genl_dump_end(skb, hdr, nest, full, &ctx->msgs);
+}
+
+/* cb->args[0]: number of the last socket whose link was dumped. */
+static int visock_genl_get_links(struct sk_buff *skb,
+				 struct netlink_callback *cb)
+{
+	struct visock_genl_link_ctx ctx = { .skb = skb, .cb = cb };
+	u64 after = cb->args[0];
+	int err;
+
+	err = visock_diag_walk(sock_net(skb->sk), &after,
+			       visock_genl_link_fill, &ctx);
+	cb->args[0] = after;
+	/* A link that does not fit into an empty message never will. */
+	if (err && !ctx.msgs)
+		return err;
+	return skb->len;
+}
+
+/* A new event message: header and the open VISOCK_A_EVENT nest. */
+static struct sk_buff *visock_genl_event_new(u8 type, gfp_t gfp,
+					     struct nlattr **nest, void **hdr)
+{
+	struct sk_buff *skb = genlmsg_new(NLMSG_GOODSIZE, gfp);
+
+	if (!skb)
+		return NULL;
+	*hdr = genlmsg_put(skb, 0, 0, &visock_genl_family, 0,
+			   VISOCK_CMD_EVENT);
+	if (!*hdr)
+		goto err;
+	*nest = nla_nest_start(skb, VISOCK_A_EVENT);
+	if (!*nest || nla_put_u8(skb, VISOCK_EVENT_A_TYPE, type))
+		goto err;
+	return skb;
+err:
+	nlmsg_free(skb);
+	return NULL;
+}
+
+static void visock_genl_event_send(struct sk_buff *skb, struct net *net,
+				   struct nlattr *nest, void *hdr, gfp_t gfp)
+{
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	genlmsg_multicast_netns(&visock_genl_family, net, skb, 0,
+				VISOCK_GENL_GRP_EVENTS, gfp);
+}
+
+/**
+ * visock_genl_notify_sock() - tell the namespace's listeners about a socket
+ * @vsk: the socket; its internal TCP socket must stay meanwhile
+ * @type: VISOCK_EVENT_LINK_UP, _LINK_DOWN, _FALLBACK or _ABORT
+ * @arg: the fallback reason (FALLBACK) or the negative errno (ABORT)
+ * @link: the link (LINK_UP, LINK_DOWN), or NULL
+ *
+ * Does nothing unless someone listens to the "events" group of the
+ * socket's namespace.  A message that cannot be allocated is not sent.
+ *
+ * Context: any (GFP_ATOMIC); no socket callback lock of @vsk held.
+ */
+void visock_genl_notify_sock(struct visock_sock *vsk, u8 type, int arg,
+			     const struct visock_diag_link *link)
+{
+	struct net *net = sock_net(&vsk->sk);
+	struct nlattr *nest, *lnest;
+	struct sk_buff *skb;
+	void *hdr;
+
+	if (!READ_ONCE(visock_genl_ready) ||
+	    !genl_has_listeners(&visock_genl_family, net,
+				VISOCK_GENL_GRP_EVENTS))
+		return;
+	skb = visock_genl_event_new(type, GFP_ATOMIC, &nest, &hdr);
+	if (!skb)
+		return;
+	if (type == VISOCK_EVENT_FALLBACK &&
+	    nla_put_u8(skb, VISOCK_EVENT_A_REASON, arg))
+		goto err;
+	if (type == VISOCK_EVENT_ABORT &&
+	    nla_put_s32(skb, VISOCK_EVENT_A_ERROR, arg))
+		goto err;
+	if (link) {
+		if (link->vdl_dev[0] &&
+		    nla_put_string(skb, VISOCK_EVENT_A_DEV, link->vdl_dev))
+			goto err;
+		lnest = nla_nest_start(skb, VISOCK_EVENT_A_LINK);
+		if (!lnest || visock_genl_put_link(skb, link))
+			goto err;
+		nla_nest_end(skb, lnest);
+	}
+	if (visock_genl_put_sock(skb, VISOCK_EVENT_A_SOCK, vsk, false))
+		goto err;
+	visock_genl_event_send(skb, net, nest, hdr, GFP_ATOMIC);
+	return;
+err:
+	nlmsg_free(skb);
+}
+
+/**
+ * visock_genl_notify_dev() - tell every namespace about an RDMA device
+ * @ibdev: the device
+ * @type: VISOCK_EVENT_DEV_ADD or VISOCK_EVENT_DEV_REMOVE
+ *
+ * Goes to the listeners of every namespace that may use @ibdev.
+ *
+ * Context: process context (the ib_client callbacks); takes net_rwsem.
+ */
+void visock_genl_notify_dev(struct ib_device *ibdev, u8 type)
+{
+	struct nlattr *nest;
+	struct sk_buff *skb;
+	struct net *net;
+	void *hdr;
+
+	mutex_lock(&visock_genl_dev_lock);
+	if (!visock_genl_ready)
+		goto out;
+	down_read(&net_rwsem);
+	for_each_net(net) {
+		if (!rdma_dev_access_netns(ibdev, net) ||
+		    !genl_has_listeners(&visock_genl_family, net,
+					VISOCK_GENL_GRP_EVENTS))
+			continue;
+		skb = visock_genl_event_new(type, GFP_KERNEL, &nest, &hdr);
+		if (!skb)
+			break;
+		if (nla_put_string(skb, VISOCK_EVENT_A_DEV,
+				   dev_name(&ibdev->dev))) {
+			nlmsg_free(skb);
+			continue;
+		}
+		visock_genl_event_send(skb, net, nest, hdr, GFP_KERNEL);
+	}
+	up_read(&net_rwsem);
+out:
+	mutex_unlock(&visock_genl_dev_lock);
+}
+
 static const struct genl_small_ops visock_genl_ops[] = {
 	{
 		.cmd	= VISOCK_CMD_GET_STATS,
@@ -281,6 +612,10 @@ static const struct genl_small_ops visock_genl_ops[] = {
 		.doit	= visock_genl_set,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
+	{
+		.cmd	= VISOCK_CMD_GET_LINKS,
+		.dumpit	= visock_genl_get_links,
+	},
 };
 
 static struct genl_family visock_genl_family __ro_after_init = {
@@ -294,6 +629,8 @@ static struct genl_family visock_genl_family __ro_after_init = {
 	.small_ops	= visock_genl_ops,
 	.n_small_ops	= ARRAY_SIZE(visock_genl_ops),
 	.resv_start_op	= VISOCK_CMD_SET + 1,
+	.mcgrps		= visock_genl_mcgrps,
+	.n_mcgrps	= ARRAY_SIZE(visock_genl_mcgrps),
 };
 
 /**
@@ -304,7 +641,14 @@ static struct genl_family visock_genl_family __ro_after_init = {
  */
 int visock_genl_init(void)
 {
-	return genl_register_family(&visock_genl_family);
+	int err = genl_register_family(&visock_genl_family);
+
+	if (err)
+		return err;
+	mutex_lock(&visock_genl_dev_lock);
+	WRITE_ONCE(visock_genl_ready, true);
+	mutex_unlock(&visock_genl_dev_lock);
+	return 0;
 }
 
 /**
@@ -314,5 +658,8 @@ int visock_genl_init(void)
  */
 void visock_genl_exit(void)
 {
+	mutex_lock(&visock_genl_dev_lock);
+	WRITE_ONCE(visock_genl_ready, false);
+	mutex_unlock(&visock_genl_dev_lock);
 	genl_unregister_family(&visock_genl_family);
 }

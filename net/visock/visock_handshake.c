@@ -199,6 +199,7 @@ static void visock_hs_fallback(struct visock_sock *vsk, u8 reason)
 static void visock_hs_success(struct visock_sock *vsk)
 {
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+	struct visock_diag_link d;
 
 	atomic64_inc(&vn->hs_done);
 	trace_visock_hs_result(vsk, 0);
@@ -208,6 +209,9 @@ static void visock_hs_success(struct visock_sock *vsk)
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
 	WRITE_ONCE(vsk->mode, VISOCK_MODE_RDMA);
 	set_bit(VISOCK_F_SETTLED, &vsk->flags);
+	visock_link_diag(vsk->link, &d);
+	d.vdl_peer_qpn = vsk->peer_qpn;
+	visock_genl_notify_sock(vsk, VISOCK_EVENT_LINK_UP, 0, &d);
 }
 
 /* The stream cannot be trusted any more: end the connection. */

@@ -73,6 +73,7 @@ static int visock_ib_add(struct ib_device *ibdev)
 
 	ib_set_client_data(ibdev, &visock_ib_client, vdev);
 	pr_info("visock: using RDMA device %s\n", dev_name(&ibdev->dev));
+	visock_genl_notify_dev(ibdev, VISOCK_EVENT_DEV_ADD);
 	return 0;
 }
 
@@ -80,6 +81,7 @@ static void visock_ib_remove(struct ib_device *ibdev, void *data)
 {
 	struct visock_ibdev *vdev = data;
 
+	visock_genl_notify_dev(ibdev, VISOCK_EVENT_DEV_REMOVE);
 	/* From here on no visock_link_create() can find the device. */
 	mutex_lock(&visock_ibdevs_lock);
 	list_del(&vdev->list);

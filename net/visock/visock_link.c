@@ -180,6 +180,7 @@ struct visock_peer_rbuf {
  *	socket pins it) is inside visock_link_connect()
  * @port: port of @ibdev
  * @gid: our GID
+ * @peer_gid: the peer's GID, set by visock_link_connect()
  * @ack_timeout: RC local ACK timeout (IBTA encoding)
  * @mtu: active MTU of @port (enum ib_mtu)
  * @pd: protection domain
@@ -225,6 +226,7 @@ struct visock_link {
 	u8 ack_timeout;
 	u32 port;
 	union ib_gid gid;
+	union ib_gid peer_gid;
 	enum ib_mtu mtu;
 
 	struct ib_pd *pd;
@@ -916,6 +918,7 @@ static int visock_link_to_rtr(struct visock_link *l,
 	int err;
 
 	memcpy(dgid.raw, peer->gid, sizeof(dgid.raw));
+	l->peer_gid = dgid;
 	err = visock_link_resolve(l, &dgid, dmac, &hop_limit);
 	if (err)
 		return err;
@@ -1587,7 +1590,8 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 /**
  * visock_link_diag() - describe a link for socket diagnostics
  * @l: the link
- * @d: filled in (device name, port, QP, state, GID, counters)
+ * @d: filled in (device name, port, QP, state, GIDs, counters); the
+ *	peer's QP number is the owner's to fill in
  *
  * Context: process context; takes the link's lock, so the caller may
  * hold lock_sock() of the owner but no spinlock.
@@ -1612,6 +1616,7 @@ void visock_link_diag(struct visock_link *l, struct visock_diag_link *d)
 	else
 		d->vdl_state = VISOCK_LINK_STATE_NEW;
 	memcpy(d->vdl_gid, l->gid.raw, sizeof(d->vdl_gid));
+	memcpy(d->vdl_peer_gid, l->peer_gid.raw, sizeof(d->vdl_peer_gid));
 	if (l->rbuf && l->rbuf->mr)
 		d->vdl_reg_bytes += l->rbuf->size;
 	if (l->sbuf && l->sbuf->mr)

@@ -26,6 +26,7 @@ static int __net_init visock_net_init(struct net *net)
 	int err;
 
 	spin_lock_init(&vn->base_lock);
+	visock_diag_net_init(net);
 	vn->stats = alloc_percpu(struct visock_stats);
 	if (!vn->stats)
 		return -ENOMEM;
@@ -55,6 +56,7 @@ static void __net_exit visock_net_exit(struct net *net)
 	visock_proc_net_exit(net);
 	visock_sysctl_net_exit(net);
 	free_percpu(visock_net(net)->stats);
+	visock_diag_net_exit(net);
 }
 
 static struct pernet_operations visock_net_ops = {

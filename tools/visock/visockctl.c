@@ -2,21 +2,26 @@
 /*
  * visockctl - inspect and control visock (AF_VISOCK) in a network namespace.
  *
- *   visockctl sockets [-a|-l] [--rdma|--tcp] [--ino N] [--json]
- *   visockctl stats [--reset] [--json]
- *   visockctl links [--json]
- *   visockctl devices [--json]
+ *   visockctl [--netns NAME] [--json] COMMAND ...
+ *   visockctl sockets [-a|-l] [--rdma|--tcp] [--ino N] [FILTER...]
+ *   visockctl stats [--reset]
+ *   visockctl links | peers
+ *   visockctl devices
+ *   visockctl monitor
  *   visockctl enable | disable
  *
- * Sockets and links come from the kernel's sock_diag (NETLINK_SOCK_DIAG,
- * family AF_VISOCK), statistics, devices and the switch from the "visock"
- * generic netlink family.  Plain netlink, no library: it runs wherever the
- * kernel module does.  See visockctl(8).
+ * Sockets come from the kernel's sock_diag (NETLINK_SOCK_DIAG, family
+ * AF_VISOCK); links, statistics, devices, events and the switch from the
+ * "visock" generic netlink family.  Plain netlink, no library: it runs
+ * wherever the kernel module does.  See visockctl(8).
  */
+#define _GNU_SOURCE	/* setns() */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -204,6 +209,16 @@ static uint8_t nla_u8(const struct nlattr *a)
 
 /* ---- generic netlink ---- */
 
+/* Index the attributes after the generic netlink header of @nlh. */
+static void genl_parse(const struct nlmsghdr *nlh, const struct nlattr **tb,
+		       int max)
+{
+	const struct genlmsghdr *g = NLMSG_DATA(nlh);
+
+	nla_parse(tb, max, (const char *)g + GENL_HDRLEN,
+		  (int)nlh->nlmsg_len - (int)NLMSG_LENGTH(GENL_HDRLEN));
+}
+
 static int genl_family_id(struct nl *nl);
 
 struct genl_req {
@@ -222,15 +237,33 @@ static void genl_init(struct genl_req *r, int family, int cmd, int flags)
 	r->g.version = VISOCK_GENL_VERSION;
 }
 
+/* Id of the "events" multicast group, from the family lookup. */
+static int events_group = -1;
+
 static void family_cb(const struct nlmsghdr *nlh, void *arg)
 {
-	const struct genlmsghdr *g = NLMSG_DATA(nlh);
 	const struct nlattr *tb[CTRL_ATTR_MAX + 1];
+	const struct nlattr *gt[CTRL_ATTR_MCAST_GRP_MAX + 1];
+	const struct nlattr *a;
+	int rem;
 
-	nla_parse(tb, CTRL_ATTR_MAX, (const char *)g + GENL_HDRLEN,
-		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	genl_parse(nlh, tb, CTRL_ATTR_MAX);
 	if (tb[CTRL_ATTR_FAMILY_ID])
 		*(int *)arg = *(const uint16_t *)nla_data(tb[CTRL_ATTR_FAMILY_ID]);
+	if (!tb[CTRL_ATTR_MCAST_GROUPS])
+		return;
+	a = nla_data(tb[CTRL_ATTR_MCAST_GROUPS]);
+	rem = nla_len(tb[CTRL_ATTR_MCAST_GROUPS]);
+	for (; nla_ok(a, rem); a = nla_next(a, &rem)) {
+		nla_parse(gt, CTRL_ATTR_MCAST_GRP_MAX, nla_data(a), nla_len(a));
+		if (gt[CTRL_ATTR_MCAST_GRP_NAME] && gt[CTRL_ATTR_MCAST_GRP_ID] &&
+		    nla_len(gt[CTRL_ATTR_MCAST_GRP_NAME]) ==
+		    sizeof(VISOCK_GENL_MCGRP_EVENTS) &&
+		    !memcmp(nla_data(gt[CTRL_ATTR_MCAST_GRP_NAME]),
+			    VISOCK_GENL_MCGRP_EVENTS,
+			    sizeof(VISOCK_GENL_MCGRP_EVENTS)))
+			events_group = (int)nla_u32(gt[CTRL_ATTR_MCAST_GRP_ID]);
+	}
 }
 
 static int genl_family_id(struct nl *nl)
@@ -367,14 +400,120 @@ static void fmt_gid(char *buf, size_t len, const uint8_t *gid)
 	inet_ntop(AF_INET6, gid, buf, len);
 }
 
-/* ---- sockets and links (sock_diag) ---- */
+/* JSON members: "key":value, with a comma before all but the first. */
+static void json_key(bool *first, const char *key)
+{
+	printf("%s\"%s\":", *first ? "" : ",", key);
+	*first = false;
+}
+
+static void json_u64(bool *first, const char *key, uint64_t val)
+{
+	json_key(first, key);
+	printf("%" PRIu64, val);
+}
+
+static void json_int(bool *first, const char *key, int val)
+{
+	json_key(first, key);
+	printf("%d", val);
+}
+
+static void json_string(bool *first, const char *key, const char *val)
+{
+	json_key(first, key);
+	printf("\"%s\"", json_esc(val));
+}
+
+/* ---- sockets (sock_diag) ---- */
+
+/* An address with a prefix length, from "src" and "dst" filters. */
+struct addr_filter {
+	bool set;
+	int family;		/* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	int plen;
+};
 
 struct sock_filter_opts {
-	bool links;		/* links view: only sockets with a link */
-	int port;		/* only sockets with this local or peer port */
+	int port;		/* local or peer port */
+	int sport, dport;
+	struct addr_filter src, dst;
+	int reason;		/* fallback reason, -1: any */
 	bool header_done;
 	unsigned int count;
 };
+
+/* ADDR or ADDR/PLEN, IPv4 or IPv6. */
+static void parse_addr_filter(struct addr_filter *f, const char *arg)
+{
+	char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
+	int max;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash++ = '\0';
+	memset(f, 0, sizeof(*f));
+	if (inet_pton(AF_INET, buf, f->addr) == 1)
+		f->family = AF_INET;
+	else if (inet_pton(AF_INET6, buf, f->addr) == 1)
+		f->family = AF_INET6;
+	else
+		die(EXIT_USAGE, "bad address '%s'", arg);
+	max = f->family == AF_INET ? 32 : 128;
+	f->plen = max;
+	if (slash) {
+		f->plen = (int)strtol(slash, &end, 10);
+		if (!*slash || *end || f->plen < 0 || f->plen > max)
+			die(EXIT_USAGE, "bad prefix length in '%s'", arg);
+	}
+	f->set = true;
+}
+
+static bool addr_match(const struct addr_filter *f, int family,
+		       const uint32_t *a)
+{
+	const uint8_t *b = (const uint8_t *)a;
+	int full, rest;
+
+	if (!f->set)
+		return true;
+	if (family != f->family)
+		return false;
+	full = f->plen / 8;
+	rest = f->plen % 8;
+	if (memcmp(f->addr, b, full))
+		return false;
+	return !rest ||
+	       !((f->addr[full] ^ b[full]) & (0xff00 >> rest));
+}
+
+static int parse_port(const char *arg)
+{
+	char *end;
+	long port = strtol(arg, &end, 10);
+
+	if (!*arg || *end || port <= 0 || port > 65535)
+		die(EXIT_USAGE, "bad port '%s'", arg);
+	return (int)port;
+}
+
+static bool sock_match(const struct visock_diag_msg *m,
+		       const struct sock_filter_opts *o)
+{
+	int sport = ntohs(m->vdiag_sport), dport = ntohs(m->vdiag_dport);
+
+	if (o->port && sport != o->port && dport != o->port)
+		return false;
+	if ((o->sport && sport != o->sport) || (o->dport && dport != o->dport))
+		return false;
+	if (o->reason >= 0 && (m->vdiag_mode != VISOCK_MODE_TCP ||
+			       m->vdiag_fallback_reason != o->reason))
+		return false;
+	return addr_match(&o->src, m->vdiag_ip_family, m->vdiag_src) &&
+	       addr_match(&o->dst, m->vdiag_ip_family, m->vdiag_dst);
+}
 
 static void print_socket(const struct visock_diag_msg *m,
 			 const struct visock_info *vi,
@@ -382,60 +521,17 @@ static void print_socket(const struct visock_diag_msg *m,
 			 const struct visock_diag_link *link,
 			 struct sock_filter_opts *o)
 {
-	char local[64], peer[64], gid[INET6_ADDRSTRLEN];
+	char local[64], peer[64];
 	static const struct visock_info none;
 
 	if (!vi)
 		vi = &none;
-	if (o->port && ntohs(m->vdiag_sport) != o->port &&
-	    ntohs(m->vdiag_dport) != o->port)
+	if (!sock_match(m, o))
 		return;
 	fmt_addr(local, sizeof(local), m->vdiag_ip_family, m->vdiag_src,
 		 m->vdiag_sport);
 	fmt_addr(peer, sizeof(peer), m->vdiag_ip_family, m->vdiag_dst,
 		 m->vdiag_dport);
-
-	if (o->links) {
-		if (!link)
-			return;
-		fmt_gid(gid, sizeof(gid), link->vdl_gid);
-		if (json) {
-			printf("%s\n  {\"socket_id\":%" PRIu64 ",\"inode\":%u,"
-			       "\"device\":\"%s\",\"port\":%u,\"qpn\":%u,"
-			       "\"peer_qpn\":%u,\"state\":\"%s\",\"gid\":\"%s\","
-			       "\"local\":\"%s\",\"peer\":\"%s\","
-			       "\"registered_bytes\":%" PRIu64 ","
-			       "\"wr_posted\":%" PRIu64 ",\"wc_ok\":%" PRIu64
-			       ",\"wc_err\":%" PRIu64 "}",
-			       o->count ? "," : "", (uint64_t)m->vdiag_id,
-			       m->vdiag_ino, json_esc(link->vdl_dev),
-			       link->vdl_port,
-			       link->vdl_qpn, link->vdl_peer_qpn,
-			       link_state_name(link->vdl_state), gid, local,
-			       peer, (uint64_t)link->vdl_reg_bytes,
-			       (uint64_t)link->vdl_wr_posted,
-			       (uint64_t)link->vdl_wc_ok,
-			       (uint64_t)link->vdl_wc_err);
-		} else {
-			if (!o->header_done)
-				printf("%-8s %-4s %-7s %-8s %-7s %-24s %-24s %-10s %s\n",
-				       "Device", "Port", "QPN", "PeerQPN",
-				       "State", "Local", "Peer", "RegBytes",
-				       "WR/WC");
-			o->header_done = true;
-			printf("%-8s %-4u %-7u %-8u %-7s %-24s %-24s %-10" PRIu64
-			       " %" PRIu64 "/%" PRIu64 "\n",
-			       link->vdl_dev[0] ? link->vdl_dev : "-",
-			       link->vdl_port, link->vdl_qpn,
-			       link->vdl_peer_qpn,
-			       link_state_name(link->vdl_state), local, peer,
-			       (uint64_t)link->vdl_reg_bytes,
-			       (uint64_t)link->vdl_wr_posted,
-			       (uint64_t)(link->vdl_wc_ok + link->vdl_wc_err));
-		}
-		o->count++;
-		return;
-	}
 
 	if (json) {
 		printf("%s\n  {\"id\":%" PRIu64 ",\"state\":\"%s\","
@@ -564,13 +660,12 @@ static void diag_cb(const struct nlmsghdr *nlh, void *arg)
 }
 
 static void diag_dump(uint32_t states, uint32_t modes, uint32_t ino,
-		      int port, bool links_view)
+		      struct sock_filter_opts *o)
 {
 	struct {
 		struct nlmsghdr nlh;
 		struct visock_diag_req req;
 	} r;
-	struct sock_filter_opts o = { .links = links_view, .port = port };
 	struct nl nl;
 	int err;
 
@@ -588,16 +683,430 @@ static void diag_dump(uint32_t states, uint32_t modes, uint32_t ino,
 	nl_send(&nl, &r.nlh);
 	if (json)
 		printf("[");
-	err = nl_recv(&nl, diag_cb, &o);
+	err = nl_recv(&nl, diag_cb, o);
 	if (err == -ENOENT)
 		die_nomod();
 	if (err)
 		die(1, "socket dump: %s", strerror(-err));
 	if (json)
-		printf("%s]\n", o.count ? "\n" : "");
-	else if (!o.count)
-		printf(links_view ? "no links\n" : "no sockets\n");
+		printf("%s]\n", o->count ? "\n" : "");
+	else if (!o->count)
+		printf("no sockets\n");
 	close(nl.fd);
+}
+
+/* ---- links and peers (generic netlink) ---- */
+
+/* A socket as the kernel describes it in links and events. */
+struct sock_rec {
+	uint64_t id;
+	uint32_t ino;
+	int family;
+	uint32_t src[4], dst[4];
+	uint16_t sport, dport;	/* host byte order */
+	char local[64], peer[64];
+};
+
+struct link_rec {
+	char dev[64];
+	uint32_t port, qpn, peer_qpn;
+	unsigned int state;
+	uint8_t gid[16], peer_gid[16];
+	uint64_t reg_bytes, wr_posted, wc_ok, wc_err;
+	struct sock_rec sock;
+};
+
+static void nla_bin(const struct nlattr *a, void *out, size_t len)
+{
+	if (a && (size_t)nla_len(a) == len)
+		memcpy(out, nla_data(a), len);
+}
+
+static void nla_str(const struct nlattr *a, char *out, size_t len)
+{
+	size_t n;
+
+	out[0] = '\0';
+	if (!a || nla_len(a) < 1)
+		return;
+	n = (size_t)nla_len(a) < len ? (size_t)nla_len(a) : len;
+	memcpy(out, nla_data(a), n);
+	out[n - 1] = '\0';
+}
+
+static void parse_sock(const struct nlattr *nest, struct sock_rec *r)
+{
+	const struct nlattr *t[VISOCK_SOCK_A_MAX + 1];
+
+	memset(r, 0, sizeof(*r));
+	if (!nest)
+		return;
+	nla_parse(t, VISOCK_SOCK_A_MAX, nla_data(nest), nla_len(nest));
+	r->id = nla_u64(t[VISOCK_SOCK_A_ID]);
+	r->ino = nla_u32(t[VISOCK_SOCK_A_INO]);
+	r->family = nla_u8(t[VISOCK_SOCK_A_IP_FAMILY]);
+	nla_bin(t[VISOCK_SOCK_A_SRC], r->src, sizeof(r->src));
+	nla_bin(t[VISOCK_SOCK_A_DST], r->dst, sizeof(r->dst));
+	if (t[VISOCK_SOCK_A_SPORT] && nla_len(t[VISOCK_SOCK_A_SPORT]) >= 2)
+		memcpy(&r->sport, nla_data(t[VISOCK_SOCK_A_SPORT]), 2);
+	if (t[VISOCK_SOCK_A_DPORT] && nla_len(t[VISOCK_SOCK_A_DPORT]) >= 2)
+		memcpy(&r->dport, nla_data(t[VISOCK_SOCK_A_DPORT]), 2);
+	fmt_addr(r->local, sizeof(r->local), r->family, r->src,
+		 htons(r->sport));
+	fmt_addr(r->peer, sizeof(r->peer), r->family, r->dst,
+		 htons(r->dport));
+}
+
+/* VISOCK_LINK_A_* attributes in [@data, @data + @len) */
+static void parse_link(const void *data, int len, struct link_rec *r)
+{
+	const struct nlattr *t[VISOCK_LINK_A_MAX + 1];
+
+	memset(r, 0, sizeof(*r));
+	nla_parse(t, VISOCK_LINK_A_MAX, data, len);
+	nla_str(t[VISOCK_LINK_A_DEV], r->dev, sizeof(r->dev));
+	r->port = nla_u32(t[VISOCK_LINK_A_PORT]);
+	r->qpn = nla_u32(t[VISOCK_LINK_A_QPN]);
+	r->peer_qpn = nla_u32(t[VISOCK_LINK_A_PEER_QPN]);
+	r->state = nla_u8(t[VISOCK_LINK_A_STATE]);
+	nla_bin(t[VISOCK_LINK_A_GID], r->gid, sizeof(r->gid));
+	nla_bin(t[VISOCK_LINK_A_PEER_GID], r->peer_gid, sizeof(r->peer_gid));
+	r->reg_bytes = nla_u64(t[VISOCK_LINK_A_REG_BYTES]);
+	r->wr_posted = nla_u64(t[VISOCK_LINK_A_WR_POSTED]);
+	r->wc_ok = nla_u64(t[VISOCK_LINK_A_WC_OK]);
+	r->wc_err = nla_u64(t[VISOCK_LINK_A_WC_ERR]);
+	parse_sock(t[VISOCK_LINK_A_SOCK], &r->sock);
+}
+
+struct link_list {
+	struct link_rec *v;
+	size_t n, cap;
+};
+
+static void links_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct nlattr *tb[VISOCK_A_MAX + 1];
+	struct link_list *l = arg;
+
+	genl_parse(nlh, tb, VISOCK_A_MAX);
+	if (!tb[VISOCK_A_LINK])
+		return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		if (!l->v)
+			die(1, "out of memory");
+	}
+	parse_link(nla_data(tb[VISOCK_A_LINK]), nla_len(tb[VISOCK_A_LINK]),
+		   &l->v[l->n++]);
+}
+
+static void links_get(struct link_list *l)
+{
+	struct genl_req r;
+	struct nl nl;
+	int fam, err;
+
+	memset(l, 0, sizeof(*l));
+	fam = genl_open(&nl);
+	genl_init(&r, fam, VISOCK_CMD_GET_LINKS, NLM_F_DUMP);
+	nl_send(&nl, &r.nlh);
+	err = nl_recv(&nl, links_cb, l);
+	if (err == -EOPNOTSUPP || err == -EINVAL)
+		die_nomod();
+	if (err)
+		die(1, "link dump: %s", strerror(-err));
+	close(nl.fd);
+}
+
+static void cmd_links(void)
+{
+	char gid[INET6_ADDRSTRLEN], pgid[INET6_ADDRSTRLEN], wrwc[48];
+	struct link_list l;
+	size_t i;
+
+	links_get(&l);
+	if (json)
+		printf("[");
+	for (i = 0; i < l.n; i++) {
+		const struct link_rec *k = &l.v[i];
+
+		fmt_gid(gid, sizeof(gid), k->gid);
+		fmt_gid(pgid, sizeof(pgid), k->peer_gid);
+		if (json) {
+			bool f = true;
+
+			printf("%s\n  {", i ? "," : "");
+			json_u64(&f, "socket_id", k->sock.id);
+			json_u64(&f, "inode", k->sock.ino);
+			json_string(&f, "device", k->dev);
+			json_u64(&f, "port", k->port);
+			json_u64(&f, "qpn", k->qpn);
+			json_u64(&f, "peer_qpn", k->peer_qpn);
+			json_string(&f, "state", link_state_name(k->state));
+			json_string(&f, "gid", gid);
+			json_string(&f, "peer_gid", pgid);
+			json_string(&f, "local", k->sock.local);
+			json_string(&f, "peer", k->sock.peer);
+			json_u64(&f, "registered_bytes", k->reg_bytes);
+			json_u64(&f, "wr_posted", k->wr_posted);
+			json_u64(&f, "wc_ok", k->wc_ok);
+			json_u64(&f, "wc_err", k->wc_err);
+			printf("}");
+			continue;
+		}
+		if (!i)
+			printf("%-8s %-4s %-7s %-8s %-7s %-24s %-24s %-10s %-12s %s\n",
+			       "Device", "Port", "QPN", "PeerQPN", "State",
+			       "Local", "Peer", "RegBytes", "WR/WC",
+			       "PeerGID");
+		snprintf(wrwc, sizeof(wrwc), "%" PRIu64 "/%" PRIu64,
+			 k->wr_posted, k->wc_ok + k->wc_err);
+		printf("%-8s %-4u %-7u %-8u %-7s %-24s %-24s %-10" PRIu64
+		       " %-12s %s\n",
+		       k->dev[0] ? k->dev : "-", k->port, k->qpn, k->peer_qpn,
+		       link_state_name(k->state), k->sock.local, k->sock.peer,
+		       k->reg_bytes, wrwc, pgid);
+	}
+	if (json)
+		printf("%s]\n", l.n ? "\n" : "");
+	else if (!l.n)
+		printf("no links\n");
+	free(l.v);
+}
+
+static int cmp_peer(const void *a, const void *b)
+{
+	const struct link_rec *x = a, *y = b;
+	int c = memcmp(x->peer_gid, y->peer_gid, sizeof(x->peer_gid));
+
+	return c ? c : (x->qpn > y->qpn) - (x->qpn < y->qpn);
+}
+
+/* The links grouped by the peer's GID. */
+static void cmd_peers(void)
+{
+	char pgid[INET6_ADDRSTRLEN], devs[128];
+	unsigned int npeers = 0;
+	struct link_list l;
+	size_t i, j, k;
+
+	links_get(&l);
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_peer);
+	if (json)
+		printf("[");
+	else if (l.n)
+		printf("%-40s %-6s %-4s %-12s %-16s %s\n", "PeerGID", "Links",
+		       "Up", "RegBytes", "Devices", "QPN/PeerQPN");
+	for (i = 0; i < l.n; i = j) {
+		uint64_t reg = 0;
+		unsigned int up = 0;
+		size_t dlen = 0;
+
+		for (j = i; j < l.n && !memcmp(l.v[j].peer_gid, l.v[i].peer_gid,
+					       sizeof(l.v[i].peer_gid)); j++) {
+			reg += l.v[j].reg_bytes;
+			up += l.v[j].state == VISOCK_LINK_STATE_UP;
+		}
+		devs[0] = '\0';
+		for (k = i; k < j; k++) {
+			const char *d = l.v[k].dev[0] ? l.v[k].dev : "-";
+			char pat[72];
+
+			snprintf(pat, sizeof(pat), ",%s,", d);
+			if (dlen && strstr(devs, pat))
+				continue;
+			dlen += snprintf(devs + dlen, sizeof(devs) - dlen, "%s%s,",
+					 dlen ? "" : ",", d);
+			if (dlen >= sizeof(devs))
+				dlen = sizeof(devs) - 1;
+		}
+		/* devs is ",a,b,": strip the commas at both ends */
+		if (dlen > 1)
+			devs[dlen - 1] = '\0';
+		fmt_gid(pgid, sizeof(pgid), l.v[i].peer_gid);
+		if (json) {
+			bool f = true;
+
+			printf("%s\n  {", npeers ? "," : "");
+			json_string(&f, "peer_gid", pgid);
+			json_u64(&f, "links", j - i);
+			json_u64(&f, "links_up", up);
+			json_u64(&f, "registered_bytes", reg);
+			json_string(&f, "devices", devs[0] ? devs + 1 : "");
+			json_key(&f, "qpns");
+			printf("[");
+			for (k = i; k < j; k++) {
+				f = true;
+				printf("%s{", k > i ? "," : "");
+				json_u64(&f, "qpn", l.v[k].qpn);
+				json_u64(&f, "peer_qpn", l.v[k].peer_qpn);
+				json_u64(&f, "socket_id", l.v[k].sock.id);
+				printf("}");
+			}
+			printf("]}");
+		} else {
+			printf("%-40s %-6zu %-4u %-12" PRIu64 " %-16s ", pgid,
+			       j - i, up, reg, devs[0] ? devs + 1 : "-");
+			for (k = i; k < j; k++)
+				printf("%s%u/%u", k > i ? "," : "", l.v[k].qpn,
+				       l.v[k].peer_qpn);
+			printf("\n");
+		}
+		npeers++;
+	}
+	if (json)
+		printf("%s]\n", npeers ? "\n" : "");
+	else if (!npeers)
+		printf("no peers\n");
+	free(l.v);
+}
+
+/* ---- events ---- */
+
+static const char *event_name(unsigned int t)
+{
+	static const char *const n[] = {
+		"none", "link_up", "link_down", "fallback", "abort",
+		"device_add", "device_remove",
+	};
+
+	return t < ARRAY_SIZE(n) ? n[t] : "unknown";
+}
+
+static void event_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct genlmsghdr *g = NLMSG_DATA(nlh);
+	const struct nlattr *tb[VISOCK_A_MAX + 1];
+	const struct nlattr *et[VISOCK_EVENT_A_MAX + 1];
+	struct link_rec link;
+	struct sock_rec sock;
+	char dev[64];
+	unsigned int type;
+	int32_t error = 0;
+
+	(void)arg;
+	if (nlh->nlmsg_len < NLMSG_LENGTH(GENL_HDRLEN) ||
+	    g->cmd != VISOCK_CMD_EVENT)
+		return;
+	genl_parse(nlh, tb, VISOCK_A_MAX);
+	if (!tb[VISOCK_A_EVENT])
+		return;
+	nla_parse(et, VISOCK_EVENT_A_MAX, nla_data(tb[VISOCK_A_EVENT]),
+		  nla_len(tb[VISOCK_A_EVENT]));
+	type = nla_u8(et[VISOCK_EVENT_A_TYPE]);
+	nla_str(et[VISOCK_EVENT_A_DEV], dev, sizeof(dev));
+	if (et[VISOCK_EVENT_A_ERROR])
+		error = (int32_t)nla_u32(et[VISOCK_EVENT_A_ERROR]);
+	memset(&link, 0, sizeof(link));
+	if (et[VISOCK_EVENT_A_LINK])
+		parse_link(nla_data(et[VISOCK_EVENT_A_LINK]),
+			   nla_len(et[VISOCK_EVENT_A_LINK]), &link);
+	parse_sock(et[VISOCK_EVENT_A_SOCK], &sock);
+
+	if (json) {
+		bool f = true;
+
+		printf("{");
+		json_string(&f, "event", event_name(type));
+		if (dev[0])
+			json_string(&f, "device", dev);
+		if (et[VISOCK_EVENT_A_REASON])
+			json_string(&f, "reason",
+				    fb_name(nla_u8(et[VISOCK_EVENT_A_REASON])));
+		if (et[VISOCK_EVENT_A_ERROR])
+			json_int(&f, "error", error);
+		if (et[VISOCK_EVENT_A_LINK]) {
+			char gid[INET6_ADDRSTRLEN], pgid[INET6_ADDRSTRLEN];
+
+			fmt_gid(gid, sizeof(gid), link.gid);
+			fmt_gid(pgid, sizeof(pgid), link.peer_gid);
+			json_u64(&f, "port", link.port);
+			json_u64(&f, "qpn", link.qpn);
+			json_u64(&f, "peer_qpn", link.peer_qpn);
+			json_string(&f, "link_state",
+				    link_state_name(link.state));
+			json_string(&f, "gid", gid);
+			json_string(&f, "peer_gid", pgid);
+		}
+		if (et[VISOCK_EVENT_A_SOCK]) {
+			json_u64(&f, "socket_id", sock.id);
+			json_string(&f, "local", sock.local);
+			json_string(&f, "peer", sock.peer);
+		}
+		printf("}\n");
+		return;
+	}
+	printf("%s", event_name(type));
+	if (dev[0])
+		printf(" dev %s", dev);
+	if (et[VISOCK_EVENT_A_LINK])
+		printf(" port %u qpn %u peer_qpn %u", link.port, link.qpn,
+		       link.peer_qpn);
+	if (et[VISOCK_EVENT_A_REASON])
+		printf(" reason %s", fb_name(nla_u8(et[VISOCK_EVENT_A_REASON])));
+	if (et[VISOCK_EVENT_A_ERROR])
+		printf(" error %d (%s)", error, strerror(-error));
+	if (et[VISOCK_EVENT_A_SOCK])
+		printf(" %s -> %s id %" PRIu64, sock.local, sock.peer, sock.id);
+	printf("\n");
+}
+
+/* Print events as they come, one per line, until killed. */
+static void cmd_monitor(void)
+{
+	static uint64_t buf[BUF_SIZE / 8];
+	struct nlmsghdr *nlh;
+	struct nl nl;
+	ssize_t n;
+
+	genl_open(&nl);
+	if (events_group < 0)
+		die_nomod();
+	if (setsockopt(nl.fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP,
+		       &events_group, sizeof(events_group)) < 0)
+		die(1, "joining the events group: %s", strerror(errno));
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (;;) {
+		n = recv(nl.fd, buf, sizeof(buf), 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOBUFS) {
+				/* Like ip monitor: say so and go on. */
+				fprintf(stderr, "%s: events lost (receive buffer full)\n",
+					prog);
+				continue;
+			}
+			die(1, "netlink receive: %s", strerror(errno));
+		}
+		for (nlh = (struct nlmsghdr *)buf; NLMSG_OK(nlh, (size_t)n);
+		     nlh = NLMSG_NEXT(nlh, n))
+			event_cb(nlh, NULL);
+	}
+}
+
+/* ---- namespaces ---- */
+
+/* Run in the named network namespace (ip netns): /run/netns/NAME. */
+static void enter_netns(const char *name)
+{
+	char path[4096];
+	int fd;
+
+	if (!*name || strchr(name, '/'))
+		snprintf(path, sizeof(path), "%s", name);
+	else
+		snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die(1, "network namespace '%s': %s: %s", name, path,
+		    strerror(errno));
+	if (setns(fd, CLONE_NEWNET) < 0)
+		die(1, "entering network namespace '%s': %s", name,
+		    strerror(errno));
+	close(fd);
 }
 
 /* ---- statistics ---- */
@@ -625,11 +1134,12 @@ static const struct {
 	{ VISOCK_STATS_A_QPS, "qps" },
 	{ VISOCK_STATS_A_REG_BYTES, "registered_bytes" },
 	{ VISOCK_STATS_A_RDMA_DEVICES, "rdma_devices" },
+	{ VISOCK_STATS_A_NS_DEVICES, "netns_rdma_devices" },
+	{ VISOCK_STATS_A_LINKS_UP, "links_up" },
 };
 
 static void stats_cb(const struct nlmsghdr *nlh, void *arg)
 {
-	const struct genlmsghdr *g = NLMSG_DATA(nlh);
 	const struct nlattr *tb[VISOCK_A_MAX + 1];
 	const struct nlattr *st[VISOCK_STATS_A_MAX + 1];
 	const struct nlattr *fb[VISOCK_FB_MAX + 1];
@@ -637,8 +1147,7 @@ static void stats_cb(const struct nlmsghdr *nlh, void *arg)
 	bool first = true;
 
 	(void)arg;
-	nla_parse(tb, VISOCK_A_MAX, (const char *)g + GENL_HDRLEN,
-		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	genl_parse(nlh, tb, VISOCK_A_MAX);
 	if (!tb[VISOCK_A_STATS])
 		die(1, "statistics: no statistics in the answer");
 	nla_parse(st, VISOCK_STATS_A_MAX, nla_data(tb[VISOCK_A_STATS]),
@@ -698,7 +1207,6 @@ static void cmd_stats(bool reset)
 
 static void dev_cb(const struct nlmsghdr *nlh, void *arg)
 {
-	const struct genlmsghdr *g = NLMSG_DATA(nlh);
 	const struct nlattr *tb[VISOCK_A_MAX + 1];
 	const struct nlattr *dt[VISOCK_DEV_A_MAX + 1];
 	const struct nlattr *pt[VISOCK_PORT_A_MAX + 1];
@@ -709,8 +1217,7 @@ static void dev_cb(const struct nlmsghdr *nlh, void *arg)
 	const char *name;
 	int rem, grem;
 
-	nla_parse(tb, VISOCK_A_MAX, (const char *)g + GENL_HDRLEN,
-		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	genl_parse(nlh, tb, VISOCK_A_MAX);
 	if (!tb[VISOCK_A_DEV])
 		return;
 	nla_parse(dt, VISOCK_DEV_A_MAX, nla_data(tb[VISOCK_A_DEV]),
@@ -801,17 +1308,80 @@ static void cmd_devices(void)
 static void print_usage(FILE *f, int code)
 {
 	fprintf(f,
-		"usage: %s [--json] COMMAND [OPTIONS]\n"
+		"usage: %s [--json] [--netns NAME] COMMAND [OPTIONS]\n"
 		"  sockets [-a|--all] [-l|--listening] [--rdma] [--tcp] [--ino N]\n"
-		"          [--port N]  (local or peer port N)\n"
+		"          [--port N] [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport N]\n"
+		"          [dport N] [mode rdma|tcp|fallback|handshake|init]\n"
+		"          [reason NAME]\n"
 		"                      visock sockets of this network namespace\n"
-		"  stats [--reset]     counters of this network namespace\n"
+		"  stats [--reset]     counters and gauges of this namespace\n"
 		"  links               RDMA links (queue pairs) and their peers\n"
+		"  peers               links grouped by the peer's GID\n"
 		"  devices             RDMA devices, ports and GIDs visock uses\n"
+		"  monitor             print events as they happen\n"
 		"  enable | disable    set net.visock.enable of this namespace\n"
-		"Options: -j/--json machine-readable output.  Exit status: 0 ok,\n"
-		"1 error, 2 usage, 3 visock module not loaded.\n", prog);
+		"Options: -j/--json machine-readable output; -n/--netns NAME runs\n"
+		"in /run/netns/NAME (or the namespace file NAME, with a '/').\n"
+		"Exit status: 0 ok, 1 error, 2 usage, 3 visock module not loaded.\n",
+		prog);
 	exit(code);
+}
+
+static uint32_t mode_bit(const char *name)
+{
+	if (!strcmp(name, "rdma"))
+		return 1u << VISOCK_MODE_RDMA;
+	/* Every connection in TCP mode fell back, with a reason. */
+	if (!strcmp(name, "tcp") || !strcmp(name, "fallback"))
+		return 1u << VISOCK_MODE_TCP;
+	if (!strcmp(name, "handshake"))
+		return 1u << VISOCK_MODE_HANDSHAKE;
+	if (!strcmp(name, "init"))
+		return 1u << VISOCK_MODE_INIT;
+	die(EXIT_USAGE, "unknown mode '%s' (rdma, tcp, fallback, handshake, init)",
+	    name);
+	return 0;
+}
+
+static int reason_num(const char *name)
+{
+	unsigned int i;
+
+	for (i = 1; i < ARRAY_SIZE(fb_names); i++)
+		if (!strcmp(name, fb_names[i]))
+			return (int)i;
+	die(EXIT_USAGE, "unknown fallback reason '%s'", name);
+	return -1;
+}
+
+/* The ss-style filter words after "sockets": KEY VALUE pairs. */
+static void parse_sock_filter(int argc, char **argv, struct sock_filter_opts *o,
+			      uint32_t *modes)
+{
+	int i;
+
+	for (i = 0; i < argc; i += 2) {
+		const char *key = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!val)
+			die(EXIT_USAGE, "'%s' needs a value", key);
+		if (!strcmp(key, "src"))
+			parse_addr_filter(&o->src, val);
+		else if (!strcmp(key, "dst"))
+			parse_addr_filter(&o->dst, val);
+		else if (!strcmp(key, "sport"))
+			o->sport = parse_port(val);
+		else if (!strcmp(key, "dport"))
+			o->dport = parse_port(val);
+		else if (!strcmp(key, "port"))
+			o->port = parse_port(val);
+		else if (!strcmp(key, "mode"))
+			*modes |= mode_bit(val);
+		else if (!strcmp(key, "reason"))
+			o->reason = reason_num(val);
+		else
+			die(EXIT_USAGE, "unknown filter '%s'", key);
+	}
 }
 
 int main(int argc, char **argv)
@@ -819,6 +1389,7 @@ int main(int argc, char **argv)
 	enum { OPT_RDMA = 256, OPT_TCP, OPT_INO, OPT_PORT, OPT_RESET };
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "netns", required_argument, NULL, 'n' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "listening", no_argument, NULL, 'l' },
 		{ "rdma", no_argument, NULL, OPT_RDMA },
@@ -829,22 +1400,31 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
+	struct sock_filter_opts o = { .reason = -1 };
 	bool all = false, listening = false, reset = false;
 	uint32_t modes = 0, ino = 0, states;
-	int port = 0;
-	const char *cmd = NULL;
+	const char *cmd = NULL, *netns = NULL;
+	char **words;
+	int nwords = 0;
 	int c;
 
-	/* Options may come before or after the command. */
-	while ((c = getopt_long(argc, argv, "-jalh", opts, NULL)) != -1) {
+	words = calloc((size_t)argc + 1, sizeof(*words));
+	if (!words)
+		die(1, "out of memory");
+	/* Options may come before or after the command and its words. */
+	while ((c = getopt_long(argc, argv, "-jn:alh", opts, NULL)) != -1) {
 		switch (c) {
 		case 1:
-			if (cmd)
-				print_usage(stderr, EXIT_USAGE);
-			cmd = optarg;
+			if (!cmd)
+				cmd = optarg;
+			else
+				words[nwords++] = optarg;
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 'n':
+			netns = optarg;
 			break;
 		case 'a':
 			all = true;
@@ -862,9 +1442,7 @@ int main(int argc, char **argv)
 			ino = strtoul(optarg, NULL, 0);
 			break;
 		case OPT_PORT:
-			port = atoi(optarg);
-			if (port <= 0 || port > 65535)
-				die(EXIT_USAGE, "bad port '%s'", optarg);
+			o.port = parse_port(optarg);
 			break;
 		case OPT_RESET:
 			reset = true;
@@ -878,15 +1456,25 @@ int main(int argc, char **argv)
 	}
 	if (!cmd)
 		print_usage(stderr, EXIT_USAGE);
+	if (nwords && strcmp(cmd, "sockets") && strcmp(cmd, "ss"))
+		die(EXIT_USAGE, "%s: unexpected '%s'", cmd, words[0]);
+	/* Before any netlink socket exists: they belong to a namespace. */
+	if (netns)
+		enter_netns(netns);
 
 	if (!strcmp(cmd, "sockets") || !strcmp(cmd, "ss")) {
+		parse_sock_filter(nwords, words, &o, &modes);
 		/* Like ss: connections by default, -l listeners, -a all. */
 		states = listening ? 1u << 10 : ~(1u << 10);
 		if (all)
 			states = 0;
-		diag_dump(states, modes, ino, port, false);
+		diag_dump(states, modes, ino, &o);
 	} else if (!strcmp(cmd, "links")) {
-		diag_dump(0, 0, 0, 0, true);
+		cmd_links();
+	} else if (!strcmp(cmd, "peers")) {
+		cmd_peers();
+	} else if (!strcmp(cmd, "monitor")) {
+		cmd_monitor();
 	} else if (!strcmp(cmd, "stats")) {
 		cmd_stats(reset);
 	} else if (!strcmp(cmd, "devices")) {
@@ -900,5 +1488,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
 		print_usage(stderr, EXIT_USAGE);
 	}
+	free(words);
 	return 0;
 }

@@ -296,6 +296,8 @@ struct visock_diag_ring {
  * @vdl_wr_posted: work requests posted on the link
  * @vdl_wc_ok: successful work completions
  * @vdl_wc_err: failed or flushed work completions
+ * @vdl_peer_gid: the peer's GID, zero until the link is connected
+ *	(appended; older modules send the structure without it)
  */
 struct visock_diag_link {
 	char	vdl_dev[VISOCK_DIAG_DEVNAME_LEN];
@@ -308,6 +310,7 @@ struct visock_diag_link {
 	__u64	vdl_wr_posted;
 	__u64	vdl_wc_ok;
 	__u64	vdl_wc_err;
+	__u8	vdl_peer_gid[16];
 };
 
 #define VISOCK_LINK_STATE_NEW		0	/* being created */
@@ -331,6 +334,9 @@ enum {
 	VISOCK_CMD_RESET_STATS,	/* doit: counters start again from 0 */
 	VISOCK_CMD_GET_DEVICES,	/* dumpit: one VISOCK_A_DEV per message */
 	VISOCK_CMD_SET,		/* doit: VISOCK_A_ENABLE */
+	VISOCK_CMD_GET_LINKS,	/* dumpit: one VISOCK_A_LINK per message */
+	/* notification: VISOCK_A_EVENT, to VISOCK_GENL_MCGRP_EVENTS */
+	VISOCK_CMD_EVENT,
 	__VISOCK_CMD_MAX,
 };
 
@@ -341,6 +347,8 @@ enum {
 	VISOCK_A_ENABLE,	/* u8: net.visock.enable */
 	VISOCK_A_STATS,		/* nest: VISOCK_STATS_A_* */
 	VISOCK_A_DEV,		/* nest: VISOCK_DEV_A_* */
+	VISOCK_A_LINK,		/* nest: VISOCK_LINK_A_* */
+	VISOCK_A_EVENT,		/* nest: VISOCK_EVENT_A_* */
 	__VISOCK_A_MAX,
 };
 
@@ -373,6 +381,9 @@ enum {
 	VISOCK_STATS_A_REG_BYTES,	/* gauge: registered memory, bytes */
 	VISOCK_STATS_A_RDMA_DEVICES,	/* gauge: RDMA devices visock uses */
 	VISOCK_STATS_A_FAILOVERS,	/* connections whose link failed: TCP */
+	/* gauge: RDMA devices with a RoCEv2 GID on a net device here */
+	VISOCK_STATS_A_NS_DEVICES,
+	VISOCK_STATS_A_LINKS_UP,	/* gauge: links in state up */
 	__VISOCK_STATS_A_MAX,
 };
 
@@ -409,5 +420,79 @@ enum {
 };
 
 #define VISOCK_GID_A_MAX	(__VISOCK_GID_A_MAX - 1)
+
+/*
+ * One RDMA link (queue pair) of the requester's namespace and the socket
+ * that owns it.  Every connection in RDMA mode has a link of its own.
+ */
+enum {
+	VISOCK_LINK_A_UNSPEC,
+	VISOCK_LINK_A_PAD,
+	VISOCK_LINK_A_DEV,		/* string: RDMA device, absent once gone */
+	VISOCK_LINK_A_PORT,		/* u32 */
+	VISOCK_LINK_A_GID,		/* binary, 16 bytes: local GID */
+	VISOCK_LINK_A_PEER_GID,		/* binary, 16 bytes: the peer's GID */
+	VISOCK_LINK_A_QPN,		/* u32: local QP number */
+	VISOCK_LINK_A_PEER_QPN,		/* u32: the peer's QP number */
+	VISOCK_LINK_A_STATE,		/* u8: VISOCK_LINK_STATE_* */
+	VISOCK_LINK_A_REG_BYTES,	/* u64: registered memory, bytes */
+	VISOCK_LINK_A_WR_POSTED,	/* u64 */
+	VISOCK_LINK_A_WC_OK,		/* u64 */
+	VISOCK_LINK_A_WC_ERR,		/* u64 */
+	VISOCK_LINK_A_SOCK,		/* nest: VISOCK_SOCK_A_*, the owner */
+	__VISOCK_LINK_A_MAX,
+};
+
+#define VISOCK_LINK_A_MAX	(__VISOCK_LINK_A_MAX - 1)
+
+/* A socket, in link dumps and events. */
+enum {
+	VISOCK_SOCK_A_UNSPEC,
+	VISOCK_SOCK_A_PAD,
+	VISOCK_SOCK_A_ID,		/* u64: vdiag_id of struct visock_diag_msg */
+	VISOCK_SOCK_A_INO,		/* u32: inode number, 0 without a file */
+	VISOCK_SOCK_A_IP_FAMILY,	/* u8: AF_INET or AF_INET6 */
+	VISOCK_SOCK_A_SRC,		/* binary, 16 bytes (IPv4: first 4) */
+	VISOCK_SOCK_A_DST,		/* binary, 16 bytes (IPv4: first 4) */
+	VISOCK_SOCK_A_SPORT,		/* u16, host byte order */
+	VISOCK_SOCK_A_DPORT,		/* u16, host byte order */
+	__VISOCK_SOCK_A_MAX,
+};
+
+#define VISOCK_SOCK_A_MAX	(__VISOCK_SOCK_A_MAX - 1)
+
+/*
+ * Notifications: VISOCK_CMD_EVENT messages to the multicast group
+ * VISOCK_GENL_MCGRP_EVENTS, sent to the listeners of the namespace the
+ * event happened in (device events: of every namespace that may use the
+ * device).  Sent with GFP_ATOMIC; a listener whose socket overflows gets
+ * ENOBUFS, as with any netlink multicast.
+ */
+#define VISOCK_GENL_MCGRP_EVENTS	"events"
+
+enum {
+	VISOCK_EVENT_NONE,
+	VISOCK_EVENT_LINK_UP = 1,	/* a connection switched to RDMA */
+	VISOCK_EVENT_LINK_DOWN = 2,	/* a link that was up is released */
+	VISOCK_EVENT_FALLBACK = 3,	/* a connection runs over TCP: REASON */
+	VISOCK_EVENT_ABORT = 4,		/* RDMA connection reset: ERROR */
+	VISOCK_EVENT_DEV_ADD = 5,	/* visock found an RDMA device */
+	VISOCK_EVENT_DEV_REMOVE = 6,	/* an RDMA device goes away */
+	__VISOCK_EVENT_MAX,
+};
+
+enum {
+	VISOCK_EVENT_A_UNSPEC,
+	VISOCK_EVENT_A_TYPE,		/* u8: VISOCK_EVENT_* */
+	VISOCK_EVENT_A_REASON,		/* u8: enum visock_fallback_reason */
+	VISOCK_EVENT_A_ERROR,		/* s32: negative errno (ABORT) */
+	VISOCK_EVENT_A_DEV,		/* string: RDMA device name */
+	/* nest: VISOCK_LINK_A_* without the socket (LINK_UP, LINK_DOWN) */
+	VISOCK_EVENT_A_LINK,
+	VISOCK_EVENT_A_SOCK,		/* nest: VISOCK_SOCK_A_* */
+	__VISOCK_EVENT_A_MAX,
+};
+
+#define VISOCK_EVENT_A_MAX	(__VISOCK_EVENT_A_MAX - 1)
 
 #endif /* _UAPI_LINUX_VISOCK_H */

@@ -921,7 +921,8 @@ hs_pass() {
 			finish_group ctl skip "$why"
 		elif [ "$ROLE" = client ]; then
 			run_prog ctl visock_ctl --role client \
-				--peer "$PEER" --ctl-port "$CTL_PORT"
+				--peer "$PEER" ${PEER6:+--peer6 "$PEER6"} \
+				--ctl-port "$CTL_PORT"
 		else
 			run_prog ctl visock_ctl --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"

@@ -24,6 +24,23 @@
  * tracepoints		events/visock: handshake start and result, fallback
  *			with its reason, link up and down, for connections
  *			the test made
+ * links_peers		`links --json` (the genl link dump) lists exactly
+ *			the RDMA connections, with the QPNs of VISOCK_INFO,
+ *			state up, registered memory and the peer's GID;
+ *			`peers --json` groups them under that one peer GID
+ * monitor_events	`visockctl monitor --json` started before the
+ *			connections prints a link_up event with the QPNs of
+ *			VISOCK_INFO, a fallback event with the reason of
+ *			each end (disabled / peer_no_visock), an abort with
+ *			ECONNRESET on the server when the client resets a
+ *			connection and, after the close, link_down
+ * filters		src/dst ADDR, sport/dport, mode filters of
+ *			`sockets` return exactly the matching connections,
+ *			IPv4 and (with a peer IPv6 address) IPv6
+ *
+ * netns_isolation also checks --netns NAME (a bind mount in /run/netns
+ * like `ip netns add`): that namespace's sockets, not this one's; and
+ * stats_match the gauges links_up and netns_rdma_devices.
  *
  * The tool is $VISOCKCTL, else $VISOCK_SRC/tools/visock/visockctl, else
  * visockctl from PATH.
@@ -38,13 +55,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <linux/netlink.h>
 #include <linux/visock.h>
 
 #include "harness.h"
@@ -420,6 +441,42 @@ static void server_conns(struct vt_ctx *c, int lfd, struct conn *k,
 	}
 }
 
+/*
+ * @nrdma connections in RDMA mode, then @nfb that fall back (the client
+ * disables visock for them), their bytes written and read: @k in the
+ * client's order on both ends.  Return: the server's listener, or -1.
+ */
+static int make_conns(struct vt_ctx *c, struct conn *k, unsigned int nrdma,
+		      unsigned int nfb)
+{
+	int lfd = -1, port;
+
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		client_conns(c, port, k, 0, nrdma, true);
+		client_conns(c, port, k, nrdma, nfb, false);
+		vt_expect(c, "READ");
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, 0);
+		su_send_port(c, lfd);
+		server_conns(c, lfd, k, nrdma + nfb);
+		vt_send(c, "READ");
+	}
+	return lfd;
+}
+
+/* Close what make_conns() opened. */
+static void close_conns(const struct conn *k, unsigned int n, int lfd)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (k[i].fd >= 0)
+			close(k[i].fd);
+	if (lfd >= 0)
+		close(lfd);
+}
+
 static void check_links(const struct conn *k, unsigned int n)
 {
 	char *out = run_ctl("links --json");
@@ -534,29 +591,17 @@ static void check_sockets(struct conn *k, unsigned int n, bool client,
 static void sockets_match(struct vt_ctx *c)
 {
 	struct conn k[MAX_CONNS];
-	unsigned int i, n = N_RDMA + N_FB;
-	int lfd = -1, port = 0;
+	unsigned int n = N_RDMA + N_FB;
+	int lfd;
 
 	if (read_int(ENABLE_PATH, &orig_enable))
 		vt_skip("visock not loaded");
-	if (vt_is_client(c)) {
-		port = su_recv_port(c);
-		client_conns(c, port, k, 0, N_RDMA, true);
-		client_conns(c, port, k, N_RDMA, N_FB, false);
-		vt_expect(c, "READ");
-	} else {
-		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, 0);
-		su_send_port(c, lfd);
-		server_conns(c, lfd, k, n);
-		vt_send(c, "READ");
-	}
+	lfd = make_conns(c, k, N_RDMA, N_FB);
+	/* The server's port: its listener's, the client's peer port. */
 	check_sockets(k, n, vt_is_client(c), lfd,
-		      lfd >= 0 ? su_port(lfd) : port);
+		      lfd >= 0 ? su_port(lfd) : peer_port(k[0].fd));
 	vt_sync(c, "checked");
-	for (i = 0; i < n; i++)
-		close(k[i].fd);
-	if (lfd >= 0)
-		close(lfd);
+	close_conns(k, n, lfd);
 }
 
 /* ---- statistics ---- */
@@ -602,7 +647,7 @@ static void stats_match(struct vt_ctx *c)
 	unsigned long long rdma = 0, fb = 0, slack = 64 * 1024;
 	struct conn k[MAX_CONNS];
 	unsigned int i, n = 3;
-	int lfd = -1, port;
+	int lfd = -1;
 	char *out;
 
 	if (read_int(ENABLE_PATH, &orig_enable))
@@ -618,17 +663,7 @@ static void stats_match(struct vt_ctx *c)
 	free(out);
 	vt_sync(c, "reset");
 
-	if (vt_is_client(c)) {
-		port = su_recv_port(c);
-		client_conns(c, port, k, 0, 2, true);
-		client_conns(c, port, k, 2, 1, false);
-		vt_expect(c, "READ");
-	} else {
-		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, 0);
-		su_send_port(c, lfd);
-		server_conns(c, lfd, k, n);
-		vt_send(c, "READ");
-	}
+	lfd = make_conns(c, k, 2, 1);
 	for (i = 0; i < n; i++) {
 		if (k[i].rdma)
 			rdma += k[i].bytes;
@@ -654,6 +689,9 @@ static void stats_match(struct vt_ctx *c)
 	check_stat(out, "rdma_wr_posted", vt_is_client(c) ? 2 : 0, ~0ULL);
 	check_stat(out, "rdma_wc", 1, ~0ULL);
 	check_stat(out, "qps", 2, 2);
+	/* Gauges: links up == open RDMA connections; a usable device. */
+	check_stat(out, "links_up", 2, 2);
+	check_stat(out, "netns_rdma_devices", 1, ~0ULL);
 	check_stat(out, "registered_bytes", 1, ~0ULL);
 	check_stat(out, "sockets", n + (lfd >= 0), n + (lfd >= 0));
 	vt_assert(json_num(out, "connections_rdma") ==
@@ -664,10 +702,7 @@ static void stats_match(struct vt_ctx *c)
 	free(out);
 	vt_sync(c, "checked");
 
-	for (i = 0; i < n; i++)
-		close(k[i].fd);
-	if (lfd >= 0)
-		close(lfd);
+	close_conns(k, n, lfd);
 	/* The links go away once both ends closed. */
 	for (i = 0; i < 100; i++) {
 		out = run_ctl("stats --json");
@@ -680,6 +715,7 @@ static void stats_match(struct vt_ctx *c)
 	if (!out)
 		out = run_ctl("stats --json");
 	check_stat(out, "qps", 0, 0);
+	check_stat(out, "links_up", 0, 0);
 	check_stat(out, "registered_bytes", 0, 0);
 	check_stat(out, "sockets", 0, 0);
 	free(out);
@@ -805,7 +841,9 @@ static void ns_child(int wfd, int rfd, int parent_enable)
 	st = run_ctl_status(out, sizeof(out), "stats --json");
 	if (st || !strstr(out, "\"connections_fallback\":2,") ||
 	    !strstr(out, "\"connections_rdma\":0,") ||
-	    !strstr(out, "\"handshakes_started\":0,"))
+	    !strstr(out, "\"handshakes_started\":0,") ||
+	    !strstr(out, "\"netns_rdma_devices\":0,") ||
+	    !strstr(out, "\"links_up\":0"))
 		ns_fail(wfd, "stats in the new namespace: exit %d: %s", st, out);
 	snprintf(msg, sizeof(msg), "\"tcp_bytes_sent\":%zu,", n);
 	if (!strstr(out, msg))
@@ -839,6 +877,62 @@ static void ns_child(int wfd, int rfd, int parent_enable)
 	_exit(0);
 }
 
+/*
+ * `visockctl --netns NAME` with NAME bound to the namespace of @pid, as
+ * `ip netns add` does: it lists that namespace's three sockets @ino and
+ * not a listener of this one.
+ */
+static void netns_by_name(pid_t pid, const unsigned long *ino)
+{
+	char name[64], path[128], src[64], args[160], why[2048] = "";
+	int lfd = su_listen(VT_FAMILY_VISOCK, false, 4, 0);
+	unsigned long here = sock_ino(lfd);
+	char *out;
+	int fd, i;
+
+	snprintf(name, sizeof(name), "visock_ctl_%d", (int)getpid());
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	snprintf(src, sizeof(src), "/proc/%d/ns/net", (int)pid);
+	if (mkdir("/run/netns", 0755) && errno != EEXIST)
+		vt_fail("mkdir /run/netns: %s", strerror(errno));
+	fd = vt_try(open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0444), path);
+	close(fd);
+	if (mount(src, path, NULL, MS_BIND, NULL)) {
+		unlink(path);
+		vt_fail("bind mount %s on %s: %s", src, path, strerror(errno));
+	}
+	snprintf(args, sizeof(args), "--netns %s sockets -a --json", name);
+	out = malloc(OUT_MAX);
+	if (!out || run_ctl_status(out, OUT_MAX, args)) {
+		snprintf(why, sizeof(why), "visockctl %s failed: %.1000s", args,
+			 out ? out : "");
+	} else {
+		for (i = 0; i < 3; i++)
+			if (!json_find(out, "inode", ino[i]))
+				snprintf(why, sizeof(why),
+					 "%s: inode %lu of that namespace missing:\n%.1000s",
+					 args, ino[i], out);
+		if (json_find(out, "inode", here))
+			snprintf(why, sizeof(why),
+				 "%s: lists inode %lu of this namespace:\n%.1000s",
+				 args, here, out);
+		if (json_count(out) != 3)
+			snprintf(why, sizeof(why), "%s: %u sockets, expected 3:\n%.1000s",
+				 args, json_count(out), out);
+	}
+	umount2(path, MNT_DETACH);
+	unlink(path);
+	free(out);
+	vt_assert(!why[0], "%s", why);
+
+	out = run_ctl("sockets -l --json");
+	vt_assert(json_find(out, "inode", here),
+		  "without --netns: the listener of this namespace is missing:\n%.1000s",
+		  out);
+	free(out);
+	close(lfd);
+}
+
 static void netns_isolation(struct vt_ctx *c)
 {
 	int up[2], down[2], en, en2, st;
@@ -869,6 +963,8 @@ static void netns_isolation(struct vt_ctx *c)
 		vt_fail("in the new namespace: %s", len > 0 ? msg :
 			"child died without a word");
 	}
+
+	netns_by_name(pid, ino);
 
 	/* Here, now: none of its sockets, none of its traffic. */
 	out = run_ctl("sockets -a --json");
@@ -950,7 +1046,7 @@ static void tracepoints(struct vt_ctx *c)
 {
 	struct conn k[MAX_CONNS];
 	unsigned int i, n = 2;
-	int lfd = -1, port;
+	int lfd = -1;
 	bool ok = true;
 	char *trace, what[64];
 
@@ -964,22 +1060,9 @@ static void tracepoints(struct vt_ctx *c)
 		ok = false;
 	vt_agree(c, ok, "no tracefs or no events/visock");
 
-	if (vt_is_client(c)) {
-		port = su_recv_port(c);
-		client_conns(c, port, k, 0, 1, true);
-		client_conns(c, port, k, 1, 1, false);
-		vt_expect(c, "READ");
-	} else {
-		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, 0);
-		su_send_port(c, lfd);
-		server_conns(c, lfd, k, n);
-		vt_send(c, "READ");
-	}
+	lfd = make_conns(c, k, 1, 1);
 	vt_sync(c, "transferred");
-	for (i = 0; i < n; i++)
-		close(k[i].fd);
-	if (lfd >= 0)
-		close(lfd);
+	close_conns(k, n, lfd);
 	vt_sync(c, "closed");
 	/* The link goes down once the close finished (in the background). */
 	for (i = 0; i < 50; i++) {
@@ -1005,6 +1088,413 @@ static void tracepoints(struct vt_ctx *c)
 	free(trace);
 }
 
+/* ---- links and peers ---- */
+
+static void links_peers(struct vt_ctx *c)
+{
+	struct conn k[MAX_CONNS];
+	unsigned int i, n = 3, nr = 2;
+	int lfd = -1;
+	char *out, gid[64];
+	const char *line;
+
+	if (read_int(ENABLE_PATH, &orig_enable))
+		vt_skip("visock not loaded");
+	vt_sync(c, "quiet");
+	lfd = make_conns(c, k, nr, 1);
+	/* Count, QPNs, state, memory: as sockets_match does. */
+	check_links(k, n);
+
+	out = run_ctl("links --json");
+	for (i = 0; i < n; i++) {
+		if (!k[i].rdma)
+			continue;
+		line = json_find(out, "inode", sock_ino(k[i].fd));
+		json_str(line, "peer_gid", gid, sizeof(gid));
+		vt_assert(strcmp(gid, "::") && strchr(gid, ':'),
+			  "links: no peer GID: %.300s", line);
+		vt_assert(json_num(line, "socket_id") != 0,
+			  "links: no socket: %.300s", line);
+	}
+	free(out);
+
+	/* One peer host: one group with every link, all up. */
+	out = run_ctl("peers --json");
+	vt_assert(json_count(out) == 1, "peers: %u peers, expected 1:\n%.1500s",
+		  json_count(out), out);
+	line = strstr(out, "\n  {") + 1;
+	vt_assert(json_num(line, "links") == nr &&
+		  json_num(line, "links_up") == nr,
+		  "peers: %llu links, %llu up, expected %u:\n%.1500s",
+		  json_num(line, "links"), json_num(line, "links_up"), nr, out);
+	json_str(line, "peer_gid", gid, sizeof(gid));
+	vt_assert(strcmp(gid, "::"), "peers: no peer GID:\n%.1500s", out);
+	free(out);
+	vt_sync(c, "checked");
+	close_conns(k, n, lfd);
+}
+
+/* ---- monitor ---- */
+
+/* Start `visockctl monitor --json` with its output in @file. */
+static pid_t monitor_start(const char *file)
+{
+	const char *bin = ctl_bin();
+	unsigned int i;
+	pid_t pid;
+	int fd;
+
+	pid = vt_try(fork(), "fork");
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		execlp(bin, bin, "monitor", "--json", (char *)NULL);
+		_exit(127);
+	}
+	/* Subscribed once its generic netlink socket has a group. */
+	for (i = 0; i < 50; i++) {
+		char line[512];
+		unsigned int eth, npid, groups;
+		bool found = false;
+		FILE *f = fopen("/proc/net/netlink", "r");
+
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "%*s %u %u %x", &eth, &npid,
+				   &groups) == 3 &&
+			    eth == NETLINK_GENERIC && npid == (unsigned int)pid &&
+			    groups)
+				found = true;
+		if (f)
+			fclose(f);
+		if (found)
+			break;
+		usleep(100 * 1000);
+	}
+	return pid;
+}
+
+static char *read_file(const char *file)
+{
+	char *buf = malloc(OUT_MAX);
+	ssize_t n = -1;
+	int fd;
+
+	vt_assert(buf, "out of memory");
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, OUT_MAX - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+/* A line of @out with every one of @what (NULL-terminated). */
+static const char *find_line(const char *out, const char *const *what)
+{
+	const char *p = out;
+	unsigned int i;
+
+	while (*p) {
+		for (i = 0; what[i] && in_line(p, what[i]); i++)
+			;
+		if (!what[i])
+			return p;
+		p = strchr(p, '\n');
+		if (!p)
+			break;
+		p++;
+	}
+	return NULL;
+}
+
+/* Wait up to 10 s for a line of @file with all of @what. */
+static void expect_mon(const char *file, const char *const *what)
+{
+	unsigned int i;
+	char *out = NULL;
+
+	for (i = 0; i < 100; i++) {
+		free(out);
+		out = read_file(file);
+		if (find_line(out, what))
+			break;
+		usleep(100 * 1000);
+	}
+	vt_assert(find_line(out, what),
+		  "monitor: no event with %s %s %s %s:\n%.2000s", what[0],
+		  what[1] ? what[1] : "", what[1] && what[2] ? what[2] : "",
+		  what[1] && what[2] && what[3] ? what[3] : "", out);
+	free(out);
+}
+
+static void monitor_events(struct vt_ctx *c)
+{
+	char file[64], port0[32], port1[32], port2[32], qpn[32], pqpn[32];
+	char reset[32];
+	const char *reason;
+	struct conn k[MAX_CONNS];
+	struct visock_info vi;
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	socklen_t len = sizeof(vi);
+	unsigned int n = 3;
+	int lfd = -1, st;
+	pid_t mon;
+
+	if (read_int(ENABLE_PATH, &orig_enable))
+		vt_skip("visock not loaded");
+	snprintf(file, sizeof(file), "/tmp/visock_ctl_mon.%d", (int)getpid());
+	mon = monitor_start(file);
+	vt_sync(c, "monitoring");
+
+	/* k[0] and k[1] over RDMA (k[1] is reset later), k[2] falls back. */
+	lfd = make_conns(c, k, 2, 1);
+	memset(&vi, 0, sizeof(vi));
+	vt_try(getsockopt(k[0].fd, SOL_VISOCK, VISOCK_INFO, &vi, &len),
+	       "getsockopt(VISOCK_INFO)");
+	snprintf(port0, sizeof(port0), ":%d\"", k[0].cport);
+	snprintf(port1, sizeof(port1), ":%d\"", k[1].cport);
+	snprintf(port2, sizeof(port2), ":%d\"", k[2].cport);
+	snprintf(qpn, sizeof(qpn), ",\"qpn\":%u,", vi.vi_local_qpn);
+	snprintf(pqpn, sizeof(pqpn), "\"peer_qpn\":%u,", vi.vi_peer_qpn);
+	snprintf(reset, sizeof(reset), "\"error\":%d", -ECONNRESET);
+	reason = vt_is_client(c) ? "\"reason\":\"disabled\"" :
+				   "\"reason\":\"peer_no_visock\"";
+	{
+		const char *const up[] = { "\"event\":\"link_up\"", port0, qpn,
+					   pqpn, NULL };
+		const char *const fb[] = { "\"event\":\"fallback\"", port2,
+					   reason, NULL };
+
+		expect_mon(file, up);
+		expect_mon(file, fb);
+	}
+	vt_sync(c, "seen");
+
+	/* A reset (SO_LINGER 0) of k[1]: the server's end is aborted. */
+	if (vt_is_client(c)) {
+		vt_try(setsockopt(k[1].fd, SOL_SOCKET, SO_LINGER, &lg,
+				  sizeof(lg)), "setsockopt(SO_LINGER)");
+		close(k[1].fd);
+		k[1].fd = -1;
+	} else {
+		const char *const ab[] = { "\"event\":\"abort\"", port1,
+					   reset, NULL };
+
+		expect_mon(file, ab);
+	}
+	vt_sync(c, "aborted");
+
+	close_conns(k, n, lfd);
+	{
+		const char *const down[] = { "\"event\":\"link_down\"", port0,
+					     qpn, NULL };
+
+		expect_mon(file, down);
+	}
+	kill(mon, SIGTERM);
+	waitpid(mon, &st, 0);
+	unlink(file);
+	vt_sync(c, "closed");
+}
+
+/* ---- filters ---- */
+
+/* Address (text) and port of the local or peer end of @fd. */
+static void end_of(int fd, bool peer, char *ip, size_t size, int *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (peer)
+		vt_try(getpeername(fd, (struct sockaddr *)&ss, &len),
+		       "getpeername");
+	else
+		vt_try(getsockname(fd, (struct sockaddr *)&ss, &len),
+		       "getsockname");
+	if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, ip, size);
+		*port = ntohs(s6->sin6_port);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, ip, size);
+		*port = ntohs(s4->sin_port);
+	}
+}
+
+/* `visockctl sockets @args --json` lists exactly the sockets in @want. */
+static void expect_set(const char *args, const int *fds, const bool *want,
+		       unsigned int n)
+{
+	char cmd[600];
+	unsigned int i, nw = 0;
+	char *out;
+
+	snprintf(cmd, sizeof(cmd), "sockets %s --json", args);
+	out = run_ctl(cmd);
+	for (i = 0; i < n; i++) {
+		bool listed = json_find(out, "inode", sock_ino(fds[i]));
+
+		vt_assert(listed == want[i], "%s: connection %u (inode %lu) %s:\n%.1500s",
+			  cmd, i, sock_ino(fds[i]),
+			  listed ? "listed" : "missing", out);
+		nw += want[i];
+	}
+	vt_assert(json_count(out) == nw, "%s: %u listed, %u expected:\n%.1500s",
+		  cmd, json_count(out), nw, out);
+	free(out);
+}
+
+static void filters(struct vt_ctx *c)
+{
+	char ip[4][INET6_ADDRSTRLEN], pip[4][INET6_ADDRSTRLEN], args[512];
+	int fds[4], lp[4], pp[4], lfd = -1, lfd6 = -1, port, port6 = 0;
+	bool rdma[4] = { true, true, false, true }, want[4];
+	unsigned int i, j, n = 3;
+	bool v6;
+
+	if (read_int(ENABLE_PATH, &orig_enable))
+		vt_skip("visock not loaded");
+	if (vt_is_client(c)) {
+		v6 = c->peer6[0];
+		vt_send_num(c, "V6", v6);
+		port = su_recv_port(c);
+		if (v6)
+			port6 = su_recv_port(c);
+		for (i = 0; i < 3; i++) {
+			if (!rdma[i])
+				set_enable(0);
+			fds[i] = su_connect(c, VT_FAMILY_VISOCK, false, port);
+			if (!rdma[i])
+				set_enable(1);
+		}
+		if (v6)
+			fds[3] = su_connect(c, VT_FAMILY_VISOCK, true, port6);
+		for (i = 0; i < (v6 ? 4u : 3u); i++)
+			vt_send_num(c, "CPORT", local_port(fds[i]));
+	} else {
+		int acc[4], cport[4];
+
+		v6 = vt_recv_num(c, "V6");
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, 0);
+		su_send_port(c, lfd);
+		if (v6) {
+			lfd6 = su_listen(VT_FAMILY_VISOCK, true, 16, 0);
+			su_send_port(c, lfd6);
+		}
+		for (i = 0; i < (v6 ? 4u : 3u); i++)
+			cport[i] = vt_recv_num(c, "CPORT");
+		for (i = 0; i < 3; i++)
+			acc[i] = su_accept(lfd, 0);
+		if (v6)
+			acc[3] = su_accept(lfd6, 0);
+		/* Index by the client's port, as the client numbers them. */
+		for (i = 0; i < (v6 ? 4u : 3u); i++) {
+			for (j = 0; j < (v6 ? 4u : 3u); j++)
+				if (peer_port(acc[j]) == cport[i])
+					break;
+			vt_assert(j < (v6 ? 4u : 3u),
+				  "no accepted connection from port %d",
+				  cport[i]);
+			fds[i] = acc[j];
+		}
+	}
+	n = v6 ? 4 : 3;
+	/* Whether IPv6 gets RDMA is not this test's business. */
+	if (v6)
+		rdma[3] = sock_mode(fds[3]) == VISOCK_MODE_RDMA;
+	for (i = 0; i < n; i++) {
+		end_of(fds[i], false, ip[i], sizeof(ip[i]), &lp[i]);
+		end_of(fds[i], true, pip[i], sizeof(pip[i]), &pp[i]);
+		vt_assert(sock_mode(fds[i]) ==
+			  (rdma[i] ? VISOCK_MODE_RDMA : VISOCK_MODE_TCP),
+			  "connection %u: mode %u, expected %s", i,
+			  sock_mode(fds[i]), rdma[i] ? "rdma" : "tcp");
+	}
+
+	/*
+	 * One connection by its full 4-tuple, and by the client's end alone
+	 * (local here on the client, peer on the server).
+	 */
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < n; j++)
+			want[j] = j == i;
+		snprintf(args, sizeof(args), "src %s sport %d dst %s dport %d",
+			 ip[i], lp[i], pip[i], pp[i]);
+		expect_set(args, fds, want, n);
+		if (vt_is_client(c))
+			snprintf(args, sizeof(args), "src %s sport %d", ip[i],
+				 lp[i]);
+		else
+			snprintf(args, sizeof(args), "dst %s dport %d", pip[i],
+				 pp[i]);
+		expect_set(args, fds, want, n);
+	}
+	/* By peer address: every connection of that family. */
+	for (j = 0; j < n; j++)
+		want[j] = j < 3;
+	snprintf(args, sizeof(args), "dst %s", pip[0]);
+	expect_set(args, fds, want, n);
+	snprintf(args, sizeof(args), "dst %s/%d", pip[0], 24);
+	expect_set(args, fds, want, n);
+	snprintf(args, sizeof(args), "src %s", ip[0]);
+	expect_set(args, fds, want, n);
+	if (v6) {
+		for (j = 0; j < n; j++)
+			want[j] = j == 3;
+		snprintf(args, sizeof(args), "dst %s", pip[3]);
+		expect_set(args, fds, want, n);
+		snprintf(args, sizeof(args), "src %s %s %d", ip[3],
+			 vt_is_client(c) ? "sport" : "dport",
+			 vt_is_client(c) ? lp[3] : pp[3]);
+		expect_set(args, fds, want, n);
+	}
+	/* A port no connection has: none; the server's port: all. */
+	for (j = 0; j < n; j++)
+		want[j] = false;
+	for (port = 1; port < 65535; port++) {
+		for (j = 0; j < n; j++)
+			if (port == lp[j] || port == pp[j])
+				break;
+		if (j == n)
+			break;
+	}
+	snprintf(args, sizeof(args), "dst %s dport %d", pip[0], port);
+	expect_set(args, fds, want, n);
+	snprintf(args, sizeof(args), "sport %d", port);
+	expect_set(args, fds, want, n);
+	for (j = 0; j < n; j++)
+		want[j] = j < 3;
+	snprintf(args, sizeof(args), "%s %d", vt_is_client(c) ? "dport" :
+		 "sport", vt_is_client(c) ? pp[0] : lp[0]);
+	expect_set(args, fds, want, n);
+	/* By mode. */
+	for (j = 0; j < n; j++)
+		want[j] = rdma[j];
+	expect_set("mode rdma", fds, want, n);
+	for (j = 0; j < n; j++)
+		want[j] = !rdma[j];
+	expect_set("mode fallback", fds, want, n);
+	expect_set("mode tcp", fds, want, n);
+	snprintf(args, sizeof(args), "mode rdma dst %s", pip[0]);
+	for (j = 0; j < n; j++)
+		want[j] = rdma[j] && j < 3;
+	expect_set(args, fds, want, n);
+
+	vt_sync(c, "checked");
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	if (lfd >= 0)
+		close(lfd);
+	if (lfd6 >= 0)
+		close(lfd6);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1013,6 +1503,9 @@ static const struct vt_test tests[] = {
 	{ "netns_isolation", netns_isolation, NULL, 60,
 	  "another namespace's sockets and counters do not show here" },
 	T(tracepoints, 120, "events/visock for a handshake, a fallback, a link"),
+	T(links_peers, 120, "visockctl links/peers: the genl link dump"),
+	T(monitor_events, 120, "visockctl monitor: link up, fallback, link down"),
+	T(filters, 120, "visockctl sockets filters: addresses, ports, mode"),
 };
 
 int main(int argc, char **argv)
