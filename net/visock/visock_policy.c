@@ -146,14 +146,41 @@ static struct visock_pol_table *visock_pol_locked(struct visock_net *vn)
 					 lockdep_is_held(&vn->pol_lock));
 }
 
-/* Publish @t in place of @old (both under pol_lock), free @old later. */
-static void visock_pol_publish(struct visock_net *vn,
-			       struct visock_pol_table *old,
-			       struct visock_pol_table *t)
+/**
+ * visock_pol_replace() - publish a modified copy of the current table
+ * @vn: the namespace, pol_lock held
+ * @pos: where the copy differs: @ins goes there, @skip rules go away
+ * @ins: rule to insert at @pos, or NULL
+ * @skip: how many rules of the current table to leave out from @pos on
+ * @dflt: default action of the copy
+ *
+ * Readers see the old table or the new one, never a mix; the old one is
+ * freed after a grace period.
+ *
+ * Context: process context, pol_lock held.
+ * Return: 0 or -ENOMEM (nothing changed).
+ */
+static int visock_pol_replace(struct visock_net *vn, unsigned int pos,
+			      const struct visock_pol_rule *ins,
+			      unsigned int skip, u8 dflt)
 {
+	struct visock_pol_table *old = visock_pol_locked(vn), *t;
+	size_t sz = sizeof(old->rules[0]);
+
+	t = visock_pol_alloc(old->n + !!ins - skip);
+	if (!t)
+		return -ENOMEM;
+	t->n = old->n + !!ins - skip;
+	t->dflt = dflt;
 	t->gen = old->gen + 1;
+	memcpy(t->rules, old->rules, pos * sz);
+	if (ins)
+		t->rules[pos] = *ins;
+	memcpy(&t->rules[pos + !!ins], &old->rules[pos + skip],
+	       (old->n - pos - skip) * sz);
 	rcu_assign_pointer(vn->policy, t);
 	kfree_rcu(old, rcu);
+	return 0;
 }
 
 /**
@@ -186,24 +213,14 @@ u8 visock_policy_get_default(struct net *net)
 int visock_policy_set_default(struct net *net, u8 dflt)
 {
 	struct visock_net *vn = visock_net(net);
-	struct visock_pol_table *old, *t;
+	struct visock_pol_table *old;
 	int err = 0;
 
 	/* pol_lock: one change of the table at a time. */
 	mutex_lock(&vn->pol_lock);
 	old = visock_pol_locked(vn);
-	if (old->dflt == dflt)
-		goto out;
-	t = visock_pol_alloc(old->n);
-	if (!t) {
-		err = -ENOMEM;
-		goto out;
-	}
-	t->n = old->n;
-	memcpy(t->rules, old->rules, old->n * sizeof(old->rules[0]));
-	t->dflt = dflt;
-	visock_pol_publish(vn, old, t);
-out:
+	if (old->dflt != dflt)
+		err = visock_pol_replace(vn, old->n, NULL, 0, dflt);
 	mutex_unlock(&vn->pol_lock);
 	return err;
 }
@@ -301,7 +318,7 @@ int visock_policy_nl_add(struct sk_buff *skb, struct genl_info *info)
 {
 	struct visock_net *vn = visock_net(genl_info_net(info));
 	struct nlattr *tb[VISOCK_RULE_A_MAX + 1];
-	struct visock_pol_table *old, *t;
+	struct visock_pol_table *old;
 	struct visock_pol_rule r;
 	unsigned int i, pos;
 	int err;
@@ -334,18 +351,7 @@ int visock_policy_nl_add(struct sk_buff *skb, struct genl_info *info)
 			goto out;
 		}
 	}
-	err = -ENOMEM;
-	t = visock_pol_alloc(old->n + 1);
-	if (!t)
-		goto out;
-	t->n = old->n + 1;
-	t->dflt = old->dflt;
-	memcpy(t->rules, old->rules, pos * sizeof(r));
-	t->rules[pos] = r;
-	memcpy(&t->rules[pos + 1], &old->rules[pos],
-	       (old->n - pos) * sizeof(r));
-	visock_pol_publish(vn, old, t);
-	err = 0;
+	err = visock_pol_replace(vn, pos, &r, 0, old->dflt);
 out:
 	mutex_unlock(&vn->pol_lock);
 	return err;
@@ -364,7 +370,7 @@ int visock_policy_nl_del(struct sk_buff *skb, struct genl_info *info)
 {
 	struct visock_net *vn = visock_net(genl_info_net(info));
 	struct nlattr *tb[VISOCK_RULE_A_MAX + 1];
-	struct visock_pol_table *old, *t;
+	struct visock_pol_table *old;
 	struct visock_pol_rule r;
 	bool by_index;
 	unsigned int pos;
@@ -395,17 +401,7 @@ int visock_policy_nl_del(struct sk_buff *skb, struct genl_info *info)
 		GENL_SET_ERR_MSG(info, "no such rule");
 		goto out;
 	}
-	err = -ENOMEM;
-	t = visock_pol_alloc(old->n - 1);
-	if (!t)
-		goto out;
-	t->n = old->n - 1;
-	t->dflt = old->dflt;
-	memcpy(t->rules, old->rules, pos * sizeof(r));
-	memcpy(&t->rules[pos], &old->rules[pos + 1],
-	       (old->n - pos - 1) * sizeof(r));
-	visock_pol_publish(vn, old, t);
-	err = 0;
+	err = visock_pol_replace(vn, pos, NULL, 1, old->dflt);
 out:
 	mutex_unlock(&vn->pol_lock);
 	return err;
@@ -422,22 +418,15 @@ out:
 int visock_policy_nl_flush(struct sk_buff *skb, struct genl_info *info)
 {
 	struct visock_net *vn = visock_net(genl_info_net(info));
-	struct visock_pol_table *old, *t;
+	struct visock_pol_table *old;
 	int err = 0;
 
-	t = visock_pol_alloc(0);
-	if (!t)
-		return -ENOMEM;
 	/* pol_lock: one change of the table at a time. */
 	mutex_lock(&vn->pol_lock);
 	old = visock_pol_locked(vn);
-	if (old->n) {
-		t->dflt = old->dflt;
-		visock_pol_publish(vn, old, t);
-		t = NULL;
-	}
+	if (old->n)
+		err = visock_pol_replace(vn, 0, NULL, old->n, old->dflt);
 	mutex_unlock(&vn->pol_lock);
-	kfree(t);
 	return err;
 }
 
