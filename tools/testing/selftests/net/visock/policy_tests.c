@@ -124,7 +124,7 @@ static long long fallback_policy_count(void)
 	return strtoll(p + strlen("fallback_policy"), NULL, 10);
 }
 
-static int read_int(const char *path)
+int pt_read_int(const char *path)
 {
 	FILE *f = fopen(path, "re");
 	int v = -1;
@@ -228,7 +228,7 @@ void pt_netns(struct vt_ctx *c)
 	int orig, parent_ns, r;
 
 	(void)c;
-	orig = read_int(ENABLE_PATH);
+	orig = pt_read_int(ENABLE_PATH);
 	vt_assert(orig >= 0, "cannot read %s", ENABLE_PATH);
 	ctl_ok("policy flush");
 	ctl_ok("policy add deny to 127.0.0.0/8");
@@ -278,8 +278,12 @@ void pt_unpriv(struct vt_ctx *c)
 		"setpriv --inh-caps=-net_admin --bounding-set=-net_admin",
 		"unshare --user --map-root-user",
 	};
+	static const char *const changes[] = {
+		"policy add deny port 1", "policy del index 0",
+		"policy flush", "policy default deny",
+	};
 	char out[1024];
-	size_t i;
+	size_t i, j;
 	int rc;
 
 	(void)c;
@@ -292,22 +296,12 @@ void pt_unpriv(struct vt_ctx *c)
 		vt_assert(rc == 0 && strstr(out, "deny port 4321"),
 			  "%s visockctl policy list: exit %d: %s", how[i], rc,
 			  out);
-		rc = ctl_run(out, sizeof(out), how[i], "policy add deny port 1");
-		vt_assert(rc == 1 && strstr(out, "permission denied"),
-			  "%s visockctl policy add: exit %d: %s", how[i], rc,
-			  out);
-		rc = ctl_run(out, sizeof(out), how[i], "policy del index 0");
-		vt_assert(rc == 1 && strstr(out, "permission denied"),
-			  "%s visockctl policy del: exit %d: %s", how[i], rc,
-			  out);
-		rc = ctl_run(out, sizeof(out), how[i], "policy flush");
-		vt_assert(rc == 1 && strstr(out, "permission denied"),
-			  "%s visockctl policy flush: exit %d: %s", how[i], rc,
-			  out);
-		rc = ctl_run(out, sizeof(out), how[i], "policy default deny");
-		vt_assert(rc == 1 && strstr(out, "permission denied"),
-			  "%s visockctl policy default: exit %d: %s", how[i],
-			  rc, out);
+		for (j = 0; j < ARRAY_SIZE(changes); j++) {
+			rc = ctl_run(out, sizeof(out), how[i], "%s", changes[j]);
+			vt_assert(rc == 1 && strstr(out, "permission denied"),
+				  "%s visockctl %s: exit %d: %s", how[i],
+				  changes[j], rc, out);
+		}
 		vt_diag("%s: EPERM for every change", how[i]);
 	}
 	policy_list(out, sizeof(out));

@@ -40,6 +40,8 @@ void pt_unpriv(struct vt_ctx *c);
  */
 void pt_xhost_client(struct vt_ctx *c);
 void pt_xhost_server(struct vt_ctx *c);
+/* The integer in the file @path (a sysctl), or -1. */
+int pt_read_int(const char *path);
 /*
  * Remove every rule of this namespace (cleanup after a failed test); not
  * a test itself, never fails.

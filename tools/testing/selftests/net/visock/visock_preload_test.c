@@ -190,13 +190,7 @@ static const struct vt_test tests[] = {
 
 int main(int argc, char **argv)
 {
-	FILE *f = fopen("/proc/sys/net/visock/enable", "re");
-
-	if (f) {
-		if (fscanf(f, "%d", &orig_enable) != 1)
-			orig_enable = -1;
-		fclose(f);
-	}
+	orig_enable = pt_read_int("/proc/sys/net/visock/enable");
 	pt_ops = &wrapped_ops;
 	vt_set_cleanup(cleanup);
 	return vt_main(argc, argv, "visock_preload_test", tests,

@@ -75,19 +75,6 @@ static void set_comm(const char *comm)
 	vt_try(prctl(PR_SET_NAME, comm, 0, 0, 0), "prctl(PR_SET_NAME)");
 }
 
-static int read_int(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 static int write_int(const char *path, int v)
 {
 	FILE *f = fopen(path, "we");
@@ -676,11 +663,11 @@ static const struct vt_test tests[] = {
 
 int main(int argc, char **argv)
 {
-	int proto = read_int(PROTO_PATH);
+	int proto = pt_read_int(PROTO_PATH);
 
 	if (proto > 0)
 		ipproto_visock = proto;
-	orig_enable = read_int(ENABLE_PATH);
+	orig_enable = pt_read_int(ENABLE_PATH);
 	vt_set_cleanup(restore_enable);
 	return vt_main(argc, argv, "visock_redirect_test", tests,
 		       ARRAY_SIZE(tests));
