@@ -101,35 +101,8 @@ static void nl_send(struct nl *nl, struct nlmsghdr *nlh)
 
 typedef void (*nl_cb)(const struct nlmsghdr *nlh, void *arg);
 
-/* Keep the NLMSGERR_ATTR_MSG of an error ACK in nl_errmsg. */
-static void nl_ack_msg(const struct nlmsghdr *nlh, const struct nlmsgerr *e)
-{
-	const struct nlattr *a;
-	size_t off;
-	int rem;
-
-	nl_errmsg[0] = '\0';
-	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS) || !e->error)
-		return;
-	off = sizeof(*e);
-	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
-		off += e->msg.nlmsg_len - sizeof(e->msg);
-	if (NLMSG_LENGTH(off) > nlh->nlmsg_len)
-		return;
-	a = (const struct nlattr *)((const char *)e + NLMSG_ALIGN(off));
-	rem = nlh->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(off));
-	for (; rem >= NLA_HDRLEN && a->nla_len >= NLA_HDRLEN &&
-	       a->nla_len <= rem;
-	     rem -= NLA_ALIGN(a->nla_len),
-	     a = (const struct nlattr *)((const char *)a + NLA_ALIGN(a->nla_len))) {
-		if ((a->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
-			snprintf(nl_errmsg, sizeof(nl_errmsg), "%.*s",
-				 (int)(a->nla_len - NLA_HDRLEN),
-				 (const char *)a + NLA_HDRLEN);
-			return;
-		}
-	}
-}
+static void nl_ack_msg(const struct nlmsghdr *nlh,
+		       const struct nlmsgerr *e);
 
 /*
  * Receive the answer to the last request: call @cb for every data
@@ -240,6 +213,32 @@ static uint32_t nla_u32(const struct nlattr *a)
 static uint8_t nla_u8(const struct nlattr *a)
 {
 	return a && nla_len(a) >= 1 ? *(const uint8_t *)nla_data(a) : 0;
+}
+
+/* Keep the NLMSGERR_ATTR_MSG of an error ACK in nl_errmsg. */
+static void nl_ack_msg(const struct nlmsghdr *nlh, const struct nlmsgerr *e)
+{
+	const struct nlattr *a;
+	size_t off;
+	int rem;
+
+	nl_errmsg[0] = '\0';
+	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS) || !e->error)
+		return;
+	off = sizeof(*e);
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - sizeof(e->msg);
+	if (NLMSG_LENGTH(off) > nlh->nlmsg_len)
+		return;
+	a = (const struct nlattr *)((const char *)e + NLMSG_ALIGN(off));
+	rem = nlh->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(off));
+	for (; nla_ok(a, rem); a = nla_next(a, &rem)) {
+		if ((a->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
+			snprintf(nl_errmsg, sizeof(nl_errmsg), "%.*s",
+				 nla_len(a), (const char *)nla_data(a));
+			return;
+		}
+	}
 }
 
 /* ---- generic netlink ---- */
