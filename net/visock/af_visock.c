@@ -615,8 +615,16 @@ static int visock_connect(struct socket *sock, struct sockaddr *addr,
 		release_sock(sk);
 		return -EALREADY;
 	}
-	if (sk->sk_state == TCP_CLOSE && vsk->mode == VISOCK_MODE_INIT)
+	if (sk->sk_state == TCP_CLOSE && vsk->mode == VISOCK_MODE_INIT) {
 		sk->sk_state = TCP_SYN_SENT;
+		/*
+		 * Before the SYN: a denied destination gets no option
+		 * (visock_tcp_syn_opt()) and settles on plain TCP.
+		 */
+		assign_bit(VISOCK_F_POLICY_TCP, &vsk->flags,
+			   READ_ONCE(visock_net(sock_net(sk))->enable) &&
+			   visock_policy_denies(sock_net(sk), addr, len));
+	}
 	release_sock(sk);
 
 	visock_tcp_sync_opts(vsk);

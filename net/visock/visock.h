@@ -18,6 +18,7 @@
 #include <linux/visock.h>
 
 #include "visock_compat.h"
+#include "visock_policy.h"
 #include "visock_wire.h"
 
 /* Module version; keep in sync with PACKAGE_VERSION in dkms.conf. */
@@ -112,6 +113,9 @@ struct visock_gauges {
  * @sk_lock: protects @sk_list (visock_diag.c); BH-safe, innermost
  * @sk_list: visock sockets of this namespace, in the order of their
  *	numbers (struct visock_sock.diag_node)
+ * @pol_lock: serialises changes of @policy (visock_policy.c)
+ * @policy: destination policy rules; read under RCU, replaced under
+ *	@pol_lock
  */
 struct visock_net {
 	int enable;
@@ -131,6 +135,9 @@ struct visock_net {
 	/* Protects sk_list; any context (BH-safe), innermost */
 	spinlock_t sk_lock;
 	struct list_head sk_list;
+	/* Serialises changes of policy; process context (netlink) only */
+	struct mutex pol_lock;
+	struct visock_pol_table __rcu *policy;
 };
 
 /* Count @n in field @f of the namespace counters of socket @sk. */
@@ -241,6 +248,7 @@ enum {
 	VISOCK_F_HS_ABORTED,	/* the handshake ended the connection */
 	/* Teardown started: hidden from readers; set under lock_sock() */
 	VISOCK_F_DIAG_GONE,
+	VISOCK_F_POLICY_TCP,	/* destination policy: no option, plain TCP */
 };
 
 /*
@@ -263,6 +271,9 @@ enum visock_hs_state {
 
 struct visock_link;
 struct visock_dp;
+struct visock_pol_table;
+struct genl_info;
+struct netlink_callback;
 struct ib_device;
 
 /*
@@ -370,11 +381,25 @@ int visock_diag_init(void);
 void visock_diag_exit(void);
 
 /* visock_genl.c */
+extern struct genl_family visock_genl_family;
 int visock_genl_init(void);
 void visock_genl_exit(void);
 void visock_genl_notify_sock(struct visock_sock *vsk, u8 type, int arg,
 			     const struct visock_diag_link *link);
 void visock_genl_notify_dev(struct ib_device *ibdev, u8 type);
+
+/* visock_policy.c */
+extern const struct nla_policy visock_rule_nl_policy[VISOCK_RULE_A_MAX + 1];
+int visock_policy_net_init(struct net *net);
+void visock_policy_net_exit(struct net *net);
+bool visock_policy_denies(struct net *net, const struct sockaddr *addr,
+			  int len);
+u8 visock_policy_get_default(struct net *net);
+int visock_policy_set_default(struct net *net, u8 dflt);
+int visock_policy_nl_add(struct sk_buff *skb, struct genl_info *info);
+int visock_policy_nl_del(struct sk_buff *skb, struct genl_info *info);
+int visock_policy_nl_flush(struct sk_buff *skb, struct genl_info *info);
+int visock_policy_nl_dump(struct sk_buff *skb, struct netlink_callback *cb);
 
 /* visock_sysctl.c */
 int visock_sysctl_net_init(struct net *net);

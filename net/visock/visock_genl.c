@@ -4,9 +4,11 @@
  *
  * Statistics (VISOCK_CMD_GET_STATS, VISOCK_CMD_RESET_STATS), the RDMA
  * devices visock uses (VISOCK_CMD_GET_DEVICES), the RDMA links with their
- * owners and peers (VISOCK_CMD_GET_LINKS) and net.visock.enable
- * (VISOCK_CMD_SET).  Every command acts on the network namespace of the
- * requesting socket; the family is netnsok.  Changing commands need
+ * owners and peers (VISOCK_CMD_GET_LINKS), net.visock.enable and the
+ * default policy action (VISOCK_CMD_SET), and the destination policy
+ * rules (VISOCK_CMD_POLICY_*, handled in visock_policy.c).  Every
+ * command acts on the network namespace of the requesting socket; the
+ * family is netnsok.  Changing commands need
  * CAP_NET_ADMIN in the user namespace that owns that network namespace.
  *
  * Events (VISOCK_CMD_EVENT) go to the multicast group "events" of the
@@ -17,7 +19,8 @@
  * The operations take no lock of their own and may run in parallel
  * (parallel_ops): counters are read and reset under struct
  * visock_net.base_lock (visock_proc.c), the socket lists have their own
- * locks (visock_diag.c) and the device walk runs under visock_ibdevs_lock.
+ * locks (visock_diag.c), the device walk runs under visock_ibdevs_lock
+ * and policy changes take visock_net.pol_lock (visock_policy.c).
  */
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
@@ -56,6 +59,8 @@ static DEFINE_MUTEX(visock_genl_dev_lock);
 
 static const struct nla_policy visock_genl_policy[VISOCK_A_MAX + 1] = {
 	[VISOCK_A_ENABLE]	= NLA_POLICY_MAX(NLA_U8, 1),
+	[VISOCK_A_POLICY_DEFAULT] = NLA_POLICY_MAX(NLA_U8, VISOCK_POLICY_DENY),
+	[VISOCK_A_RULE]		= NLA_POLICY_NESTED(visock_rule_nl_policy),
 };
 
 static int visock_put_u64(struct sk_buff *skb, int type, u64 val, int pad)
@@ -144,7 +149,9 @@ static int visock_genl_get_stats(struct sk_buff *skb, struct genl_info *info)
 	}
 	err = -EMSGSIZE;
 	if (nla_put_u8(msg, VISOCK_A_ENABLE,
-		       READ_ONCE(visock_net(net)->enable)))
+		       READ_ONCE(visock_net(net)->enable)) ||
+	    nla_put_u8(msg, VISOCK_A_POLICY_DEFAULT,
+		       visock_policy_get_default(net)))
 		goto err_free;
 	err = visock_genl_put_stats(msg, net);
 	if (err)
@@ -165,13 +172,24 @@ static int visock_genl_reset_stats(struct sk_buff *skb, struct genl_info *info)
 
 static int visock_genl_set(struct sk_buff *skb, struct genl_info *info)
 {
-	struct visock_net *vn = visock_net(genl_info_net(info));
+	struct net *net = genl_info_net(info);
+	struct nlattr *attr;
+	int err;
 
-	if (!info->attrs[VISOCK_A_ENABLE]) {
+	if (!info->attrs[VISOCK_A_ENABLE] &&
+	    !info->attrs[VISOCK_A_POLICY_DEFAULT]) {
 		GENL_SET_ERR_MSG(info, "nothing to set");
 		return -EINVAL;
 	}
-	WRITE_ONCE(vn->enable, nla_get_u8(info->attrs[VISOCK_A_ENABLE]));
+	attr = info->attrs[VISOCK_A_POLICY_DEFAULT];
+	if (attr) {
+		err = visock_policy_set_default(net, nla_get_u8(attr));
+		if (err)
+			return err;
+	}
+	if (info->attrs[VISOCK_A_ENABLE])
+		WRITE_ONCE(visock_net(net)->enable,
+			   nla_get_u8(info->attrs[VISOCK_A_ENABLE]));
 	return 0;
 }
 
@@ -616,9 +634,28 @@ static const struct genl_small_ops visock_genl_ops[] = {
 		.cmd	= VISOCK_CMD_GET_LINKS,
 		.dumpit	= visock_genl_get_links,
 	},
+	{
+		.cmd	= VISOCK_CMD_POLICY_ADD,
+		.doit	= visock_policy_nl_add,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= VISOCK_CMD_POLICY_DEL,
+		.doit	= visock_policy_nl_del,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= VISOCK_CMD_POLICY_GET,
+		.dumpit	= visock_policy_nl_dump,
+	},
+	{
+		.cmd	= VISOCK_CMD_POLICY_FLUSH,
+		.doit	= visock_policy_nl_flush,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
 };
 
-static struct genl_family visock_genl_family __ro_after_init = {
+struct genl_family visock_genl_family __ro_after_init = {
 	.name		= VISOCK_GENL_NAME,
 	.version	= VISOCK_GENL_VERSION,
 	.maxattr	= VISOCK_A_MAX,

@@ -667,8 +667,12 @@ int visock_decide(struct visock_sock *vsk)
 	if (!test_bit(VISOCK_F_SYN_OPT, &vsk->flags) ||
 	    !test_bit(VISOCK_F_PEER_OPT, &vsk->flags)) {
 		/* Not both announced: say whose side stopped it. */
-		reason = READ_ONCE(visock_net(sock_net(&vsk->sk))->enable) ?
-			 VISOCK_FB_PEER_NO_VISOCK : VISOCK_FB_DISABLED;
+		if (test_bit(VISOCK_F_POLICY_TCP, &vsk->flags))
+			reason = VISOCK_FB_POLICY;
+		else if (READ_ONCE(visock_net(sock_net(&vsk->sk))->enable))
+			reason = VISOCK_FB_PEER_NO_VISOCK;
+		else
+			reason = VISOCK_FB_DISABLED;
 	} else {
 		/* Pairs with smp_wmb() in visock_tcp_peer_opt(). */
 		smp_rmb();

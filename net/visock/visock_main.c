@@ -2,7 +2,7 @@
 /*
  * visock: module init and exit, per network namespace state.
  *
- * Load order: workqueue, RDMA client, pernet state (sysctls), generic
+ * Load order: workqueue, RDMA client, pernet state (sysctls, policy), generic
  * netlink family, sock_diag handler, struct proto, socket family, inet
  * protosw entries (visock_inet.c).  The ways to create sockets come
  * last so that no socket can be created before everything it needs
@@ -39,8 +39,13 @@ static int __net_init visock_net_init(struct net *net)
 	err = visock_nf_net_init(net);
 	if (err)
 		goto err_proc;
+	err = visock_policy_net_init(net);
+	if (err)
+		goto err_nf;
 	return 0;
 
+err_nf:
+	visock_nf_net_exit(net);
 err_proc:
 	visock_proc_net_exit(net);
 err_sysctl:
@@ -52,6 +57,7 @@ err_stats:
 
 static void __net_exit visock_net_exit(struct net *net)
 {
+	visock_policy_net_exit(net);
 	visock_nf_net_exit(net);
 	visock_proc_net_exit(net);
 	visock_sysctl_net_exit(net);

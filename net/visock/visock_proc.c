@@ -28,6 +28,7 @@ static const char * const visock_fb_names[__VISOCK_FB_MAX] = {
 	[VISOCK_FB_DEVICE_GONE]		= "device_gone",
 	[VISOCK_FB_SYNCOOKIE]		= "syncookie",
 	[VISOCK_FB_IO]			= "io",
+	[VISOCK_FB_POLICY]		= "policy",
 };
 
 /**

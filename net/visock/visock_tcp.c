@@ -341,7 +341,9 @@ static bool visock_local_synopt(const struct net *net,
  * @opt: filled with the option to add
  *
  * Only internal sockets of visock sockets in a namespace with
- * net.visock.enable=1 announce visock.  Records what was announced.
+ * net.visock.enable=1 announce visock, unless the destination policy
+ * denied the destination (VISOCK_F_POLICY_TCP, set by connect() before
+ * the SYN).  Records what was announced.
  *
  * Context: netfilter LOCAL_OUT hook, BH disabled or process context.
  * Return: true if the option should be added.
@@ -355,7 +357,8 @@ bool visock_tcp_syn_opt(struct sock *tsk, struct visock_synopt *opt)
 		return false;
 	read_lock_bh(&tsk->sk_callback_lock);
 	vsk = visock_tcp_owner(tsk);
-	if (vsk && visock_local_synopt(sock_net(tsk), opt)) {
+	if (vsk && !test_bit(VISOCK_F_POLICY_TCP, &vsk->flags) &&
+	    visock_local_synopt(sock_net(tsk), opt)) {
 		vsk->local_opt = *opt;
 		set_bit(VISOCK_F_SYN_OPT, &vsk->flags);
 		ret = true;

@@ -100,7 +100,8 @@ TRACE_EVENT(visock_fallback,
 			{ 6, "bad_msg" }, { 7, "timeout" }, { 8, "nomem" },
 			{ 9, "peer_decline" }, { 10, "qp_setup" },
 			{ 11, "buf_exhausted" }, { 12, "device_gone" },
-			{ 13, "syncookie" }, { 14, "io" }))
+			{ 13, "syncookie" }, { 14, "io" },
+			{ 15, "policy" }))
 );
 
 TRACE_EVENT(visock_link_up,

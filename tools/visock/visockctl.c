@@ -9,11 +9,15 @@
  *   visockctl devices
  *   visockctl monitor
  *   visockctl enable | disable
+ *   visockctl policy list | flush | default [allow|deny]
+ *   visockctl policy add [index N] allow|deny [to PREFIX] [port P[-Q]]
+ *   visockctl policy del index N | allow|deny [to PREFIX] [port P[-Q]]
  *
  * Sockets come from the kernel's sock_diag (NETLINK_SOCK_DIAG, family
- * AF_VISOCK); links, statistics, devices, events and the switch from the
- * "visock" generic netlink family.  Plain netlink, no library: it runs
- * wherever the kernel module does.  See visockctl(8).
+ * AF_VISOCK); links, statistics, devices, events, the switch and the
+ * destination policy from the "visock" generic netlink family.  Plain
+ * netlink, no library: it runs wherever the kernel module does.  See
+ * visockctl(8).
  */
 #define _GNU_SOURCE	/* setns() */
 #include <arpa/inet.h>
@@ -72,15 +76,21 @@ struct nl {
 	uint32_t seq;
 };
 
+/* The kernel's message of the last error (extended ACK), or "". */
+static char nl_errmsg[256];
+
 static void nl_open(struct nl *nl, int proto)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	int one = 1;
 
 	nl->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, proto);
 	if (nl->fd < 0)
 		die(1, "netlink socket: %s", strerror(errno));
 	if (bind(nl->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		die(1, "netlink bind: %s", strerror(errno));
+	/* Best effort: only the error messages depend on it. */
+	setsockopt(nl->fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
 	nl->proto = proto;
 	nl->seq = (uint32_t)getpid() ^ 0x5653;
 }
@@ -96,6 +106,9 @@ static void nl_send(struct nl *nl, struct nlmsghdr *nlh)
 }
 
 typedef void (*nl_cb)(const struct nlmsghdr *nlh, void *arg);
+
+static void nl_ack_msg(const struct nlmsghdr *nlh,
+		       const struct nlmsgerr *e);
 
 /*
  * Receive the answer to the last request: call @cb for every data
@@ -123,6 +136,7 @@ static int nl_recv(struct nl *nl, nl_cb cb, void *arg)
 			if (nlh->nlmsg_type == NLMSG_ERROR) {
 				const struct nlmsgerr *e = NLMSG_DATA(nlh);
 
+				nl_ack_msg(nlh, e);
 				return e->error;
 			}
 			if (cb)
@@ -205,6 +219,32 @@ static uint32_t nla_u32(const struct nlattr *a)
 static uint8_t nla_u8(const struct nlattr *a)
 {
 	return a && nla_len(a) >= 1 ? *(const uint8_t *)nla_data(a) : 0;
+}
+
+/* Keep the NLMSGERR_ATTR_MSG of an error ACK in nl_errmsg. */
+static void nl_ack_msg(const struct nlmsghdr *nlh, const struct nlmsgerr *e)
+{
+	const struct nlattr *a;
+	size_t off;
+	int rem;
+
+	nl_errmsg[0] = '\0';
+	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS) || !e->error)
+		return;
+	off = sizeof(*e);
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - sizeof(e->msg);
+	if (NLMSG_LENGTH(off) > nlh->nlmsg_len)
+		return;
+	a = (const struct nlattr *)((const char *)e + NLMSG_ALIGN(off));
+	rem = nlh->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(off));
+	for (; nla_ok(a, rem); a = nla_next(a, &rem)) {
+		if ((a->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
+			snprintf(nl_errmsg, sizeof(nl_errmsg), "%.*s",
+				 nla_len(a), (const char *)nla_data(a));
+			return;
+		}
+	}
 }
 
 /* ---- generic netlink ---- */
@@ -315,7 +355,7 @@ static void genl_simple(int cmd, const void *attr, int type, int len,
 static const char *const fb_names[] = {
 	"none", "disabled", "peer_no_visock", "no_device", "peer_no_device",
 	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
-	"buf_exhausted", "device_gone", "syncookie", "io",
+	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
 };
 
 static const char *fb_name(unsigned int r)
@@ -1303,6 +1343,263 @@ static void cmd_devices(void)
 	close(nl.fd);
 }
 
+/* ---- destination policy ---- */
+
+static const char *action_name(unsigned int a)
+{
+	return a == VISOCK_POLICY_DENY ? "deny" : "allow";
+}
+
+static void default_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct genlmsghdr *g = NLMSG_DATA(nlh);
+	const struct nlattr *tb[VISOCK_A_MAX + 1];
+
+	nla_parse(tb, VISOCK_A_MAX, (const char *)g + GENL_HDRLEN,
+		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	*(int *)arg = tb[VISOCK_A_POLICY_DEFAULT] ?
+		      nla_u8(tb[VISOCK_A_POLICY_DEFAULT]) : -1;
+}
+
+static int policy_default(void)
+{
+	struct genl_req r;
+	struct nl nl;
+	int fam, err, dflt = -1;
+
+	fam = genl_open(&nl);
+	genl_init(&r, fam, VISOCK_CMD_GET_STATS, 0);
+	nl_send(&nl, &r.nlh);
+	err = nl_recv(&nl, default_cb, &dflt);
+	if (err)
+		die(1, "policy: %s", strerror(-err));
+	if (dflt < 0)
+		die_nomod();
+	close(nl.fd);
+	return dflt;
+}
+
+static void rule_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct genlmsghdr *g = NLMSG_DATA(nlh);
+	const struct nlattr *tb[VISOCK_A_MAX + 1];
+	const struct nlattr *rt[VISOCK_RULE_A_MAX + 1];
+	char addr[INET6_ADDRSTRLEN + 8] = "", ports[16] = "";
+	unsigned int *count = arg, lo, hi;
+
+	if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
+		die(1, "policy: the rules changed while being listed; try again");
+	nla_parse(tb, VISOCK_A_MAX, (const char *)g + GENL_HDRLEN,
+		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	if (!tb[VISOCK_A_RULE])
+		return;
+	nla_parse(rt, VISOCK_RULE_A_MAX, nla_data(tb[VISOCK_A_RULE]),
+		  nla_len(tb[VISOCK_A_RULE]));
+	if (rt[VISOCK_RULE_A_ADDR4] || rt[VISOCK_RULE_A_ADDR6]) {
+		int fam = rt[VISOCK_RULE_A_ADDR4] ? AF_INET : AF_INET6;
+		const struct nlattr *a = fam == AF_INET ?
+			rt[VISOCK_RULE_A_ADDR4] : rt[VISOCK_RULE_A_ADDR6];
+		size_t n;
+
+		inet_ntop(fam, nla_data(a), addr, INET6_ADDRSTRLEN);
+		n = strlen(addr);
+		snprintf(addr + n, sizeof(addr) - n, "/%u",
+			 nla_u8(rt[VISOCK_RULE_A_PREFIXLEN]));
+	}
+	lo = rt[VISOCK_RULE_A_PORT_MIN] ?
+	     *(const uint16_t *)nla_data(rt[VISOCK_RULE_A_PORT_MIN]) : 0;
+	hi = rt[VISOCK_RULE_A_PORT_MAX] ?
+	     *(const uint16_t *)nla_data(rt[VISOCK_RULE_A_PORT_MAX]) : 65535;
+	if (lo == hi)
+		snprintf(ports, sizeof(ports), "%u", lo);
+	else if (lo != 0 || hi != 65535)
+		snprintf(ports, sizeof(ports), "%u-%u", lo, hi);
+	if (json) {
+		printf("%s{\"index\":%u,\"action\":\"%s\",\"to\":\"%s\",",
+		       *count ? "," : "", nla_u32(rt[VISOCK_RULE_A_INDEX]),
+		       action_name(nla_u8(rt[VISOCK_RULE_A_ACTION])),
+		       addr[0] ? addr : "any");
+		printf("\"port_min\":%u,\"port_max\":%u}", lo, hi);
+	} else {
+		printf("%u: %s%s%s%s%s\n", nla_u32(rt[VISOCK_RULE_A_INDEX]),
+		       action_name(nla_u8(rt[VISOCK_RULE_A_ACTION])),
+		       addr[0] ? " to " : "", addr, ports[0] ? " port " : "",
+		       ports);
+	}
+	(*count)++;
+}
+
+static void policy_list(void)
+{
+	unsigned int count = 0;
+	struct genl_req r;
+	struct nl nl;
+	int fam, err, dflt;
+
+	dflt = policy_default();
+	fam = genl_open(&nl);
+	genl_init(&r, fam, VISOCK_CMD_POLICY_GET, NLM_F_DUMP);
+	nl_send(&nl, &r.nlh);
+	if (json)
+		printf("{\"default\":\"%s\",\"rules\":[", action_name(dflt));
+	err = nl_recv(&nl, rule_cb, &count);
+	if (err)
+		die(1, "policy: %s", strerror(-err));
+	if (json)
+		printf("]}\n");
+	else
+		printf("default %s\n", action_name(dflt));
+	close(nl.fd);
+}
+
+static uint32_t parse_num(const char *s, uint32_t max, const char *what)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max)
+		die(EXIT_USAGE, "bad %s '%s'", what, s);
+	return v;
+}
+
+static bool parse_action(const char *s, uint8_t *a)
+{
+	if (!strcmp(s, "allow"))
+		*a = VISOCK_POLICY_ALLOW;
+	else if (!strcmp(s, "deny"))
+		*a = VISOCK_POLICY_DENY;
+	else
+		return false;
+	return true;
+}
+
+/*
+ * Build VISOCK_A_RULE from "[index N] [allow|deny] [to PREFIX]
+ * [port P[-Q]]" into @r; returns the nest.
+ */
+static void policy_rule(struct genl_req *r, int argc, char **argv)
+{
+	struct nlattr *nest = nla_put(&r->nlh, VISOCK_A_RULE | NLA_F_NESTED,
+				      NULL, 0);
+	bool have_action = false, have_index = false;
+	uint8_t action, addr[16], plen;
+	uint16_t lo, hi;
+	uint32_t index;
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (parse_action(argv[i], &action)) {
+			nla_put(&r->nlh, VISOCK_RULE_A_ACTION, &action, 1);
+			have_action = true;
+			continue;
+		}
+		if (!next)
+			die(EXIT_USAGE, "'%s' needs a value", argv[i]);
+		i++;
+		if (!strcmp(argv[i - 1], "index")) {
+			index = parse_num(next, VISOCK_POLICY_MAX_RULES, "index");
+			nla_put(&r->nlh, VISOCK_RULE_A_INDEX, &index, 4);
+			have_index = true;
+		} else if (!strcmp(argv[i - 1], "to")) {
+			char buf[INET6_ADDRSTRLEN], *slash;
+			bool v6 = strchr(next, ':');
+
+			snprintf(buf, sizeof(buf), "%s", next);
+			slash = strchr(buf, '/');
+			if (slash)
+				*slash++ = '\0';
+			if (inet_pton(v6 ? AF_INET6 : AF_INET, buf, addr) != 1)
+				die(EXIT_USAGE, "bad address '%s'", next);
+			nla_put(&r->nlh, v6 ? VISOCK_RULE_A_ADDR6 :
+				VISOCK_RULE_A_ADDR4, addr, v6 ? 16 : 4);
+			if (slash) {
+				plen = parse_num(slash, v6 ? 128 : 32,
+						 "prefix length");
+				nla_put(&r->nlh, VISOCK_RULE_A_PREFIXLEN,
+					&plen, 1);
+			}
+		} else if (!strcmp(argv[i - 1], "port")) {
+			char buf[16], *dash;
+
+			snprintf(buf, sizeof(buf), "%s", next);
+			dash = strchr(buf, '-');
+			if (dash)
+				*dash++ = '\0';
+			lo = parse_num(buf, 65535, "port");
+			hi = dash ? parse_num(dash, 65535, "port") : lo;
+			nla_put(&r->nlh, VISOCK_RULE_A_PORT_MIN, &lo, 2);
+			nla_put(&r->nlh, VISOCK_RULE_A_PORT_MAX, &hi, 2);
+		} else {
+			die(EXIT_USAGE, "policy: unknown word '%s'",
+			    argv[i - 1]);
+		}
+	}
+	if (!have_action && !have_index)
+		die(EXIT_USAGE, "policy: a rule needs allow or deny");
+	nest->nla_len = (char *)&r->nlh + r->nlh.nlmsg_len - (char *)nest;
+}
+
+static void policy_change(int cmd, int argc, char **argv, const char *what)
+{
+	struct genl_req r;
+	struct nl nl;
+	int fam, err;
+
+	fam = genl_open(&nl);
+	genl_init(&r, fam, cmd, NLM_F_ACK);
+	if (cmd != VISOCK_CMD_POLICY_FLUSH)
+		policy_rule(&r, argc, argv);
+	nl_send(&nl, &r.nlh);
+	err = nl_recv(&nl, NULL, NULL);
+	if (err == -EPERM)
+		die(1, "%s: permission denied (needs CAP_NET_ADMIN)", what);
+	if (err == -EEXIST)
+		die(1, "%s: the same rule exists", what);
+	if (err == -ENOENT)
+		die(1, "%s: no such rule", what);
+	if (err == -ENOSPC)
+		die(1, "%s: too many rules (at most %d)", what,
+		    VISOCK_POLICY_MAX_RULES);
+	if (err)
+		die(1, "%s: %s%s%s", what, strerror(-err),
+		    nl_errmsg[0] ? ": " : "", nl_errmsg);
+	close(nl.fd);
+}
+
+static void cmd_policy(int argc, char **argv)
+{
+	const char *sub = argc ? argv[0] : "list";
+	uint8_t a;
+
+	if (!strcmp(sub, "list") || !strcmp(sub, "show")) {
+		policy_list();
+	} else if (!strcmp(sub, "add")) {
+		policy_change(VISOCK_CMD_POLICY_ADD, argc - 1, argv + 1,
+			      "adding the rule");
+	} else if (!strcmp(sub, "del") || !strcmp(sub, "delete")) {
+		policy_change(VISOCK_CMD_POLICY_DEL, argc - 1, argv + 1,
+			      "deleting the rule");
+	} else if (!strcmp(sub, "flush")) {
+		policy_change(VISOCK_CMD_POLICY_FLUSH, 0, NULL,
+			      "removing the rules");
+	} else if (!strcmp(sub, "default")) {
+		if (argc < 2) {
+			printf("%s\n", action_name(policy_default()));
+			return;
+		}
+		if (argc > 2 || !parse_action(argv[1], &a))
+			die(EXIT_USAGE, "policy default: allow or deny");
+		genl_simple(VISOCK_CMD_SET, &a, VISOCK_A_POLICY_DEFAULT, 1,
+			    "setting the default policy");
+	} else {
+		die(EXIT_USAGE, "policy: unknown command '%s'", sub);
+	}
+}
+
 /* ---- main ---- */
 
 static void print_usage(FILE *f, int code)
@@ -1320,6 +1617,10 @@ static void print_usage(FILE *f, int code)
 		"  devices             RDMA devices, ports and GIDs visock uses\n"
 		"  monitor             print events as they happen\n"
 		"  enable | disable    set net.visock.enable of this namespace\n"
+		"  policy [list]       destination policy of this namespace\n"
+		"  policy add [index N] allow|deny [to PREFIX] [port P[-Q]]\n"
+		"  policy del index N | allow|deny [to PREFIX] [port P[-Q]]\n"
+		"  policy flush | default [allow|deny]\n"
 		"Options: -j/--json machine-readable output; -n/--netns NAME runs\n"
 		"in /run/netns/NAME (or the namespace file NAME, with a '/').\n"
 		"Exit status: 0 ok, 1 error, 2 usage, 3 visock module not loaded.\n",
@@ -1456,7 +1757,8 @@ int main(int argc, char **argv)
 	}
 	if (!cmd)
 		print_usage(stderr, EXIT_USAGE);
-	if (nwords && strcmp(cmd, "sockets") && strcmp(cmd, "ss"))
+	if (nwords && strcmp(cmd, "sockets") && strcmp(cmd, "ss") &&
+	    strcmp(cmd, "policy"))
 		die(EXIT_USAGE, "%s: unexpected '%s'", cmd, words[0]);
 	/* Before any netlink socket exists: they belong to a namespace. */
 	if (netns)
@@ -1479,6 +1781,8 @@ int main(int argc, char **argv)
 		cmd_stats(reset);
 	} else if (!strcmp(cmd, "devices")) {
 		cmd_devices();
+	} else if (!strcmp(cmd, "policy")) {
+		cmd_policy(nwords, words);
 	} else if (!strcmp(cmd, "enable") || !strcmp(cmd, "disable")) {
 		uint8_t v = !strcmp(cmd, "enable");
 

@@ -176,6 +176,7 @@ enum visock_fallback_reason {
 	VISOCK_FB_DEVICE_GONE = 12,	/* RDMA device removed */
 	VISOCK_FB_SYNCOOKIE = 13,	/* SYN cookies: option not echoed */
 	VISOCK_FB_IO = 14,		/* TCP error during the handshake */
+	VISOCK_FB_POLICY = 15,		/* destination policy said plain TCP */
 	__VISOCK_FB_MAX,
 };
 
@@ -320,10 +321,11 @@ struct visock_diag_link {
 #define VISOCK_LINK_STATE_DEAD		4	/* its device went away */
 
 /*
- * Generic netlink family VISOCK_GENL_NAME: statistics, devices and the
- * per-namespace switch.  Every command acts on the requester's network
- * namespace.  RESET_STATS and SET need CAP_NET_ADMIN in the user
- * namespace owning the network namespace.
+ * Generic netlink family VISOCK_GENL_NAME: statistics, devices, the
+ * per-namespace switch and the destination policy.  Every command acts on
+ * the requester's network namespace.  RESET_STATS, SET, POLICY_ADD,
+ * POLICY_DEL and POLICY_FLUSH need CAP_NET_ADMIN in the user namespace
+ * owning the network namespace.
  */
 #define VISOCK_GENL_NAME	"visock"
 #define VISOCK_GENL_VERSION	1
@@ -333,10 +335,14 @@ enum {
 	VISOCK_CMD_GET_STATS,	/* doit: VISOCK_A_STATS and VISOCK_A_ENABLE */
 	VISOCK_CMD_RESET_STATS,	/* doit: counters start again from 0 */
 	VISOCK_CMD_GET_DEVICES,	/* dumpit: one VISOCK_A_DEV per message */
-	VISOCK_CMD_SET,		/* doit: VISOCK_A_ENABLE */
+	VISOCK_CMD_SET,		/* doit: VISOCK_A_ENABLE, VISOCK_A_POLICY_DEFAULT */
 	VISOCK_CMD_GET_LINKS,	/* dumpit: one VISOCK_A_LINK per message */
 	/* notification: VISOCK_A_EVENT, to VISOCK_GENL_MCGRP_EVENTS */
 	VISOCK_CMD_EVENT,
+	VISOCK_CMD_POLICY_ADD,	/* doit: VISOCK_A_RULE */
+	VISOCK_CMD_POLICY_DEL,	/* doit: VISOCK_A_RULE (its INDEX, or equal) */
+	VISOCK_CMD_POLICY_GET,	/* dumpit: one VISOCK_A_RULE per message */
+	VISOCK_CMD_POLICY_FLUSH, /* doit: remove every rule */
 	__VISOCK_CMD_MAX,
 };
 
@@ -349,6 +355,8 @@ enum {
 	VISOCK_A_DEV,		/* nest: VISOCK_DEV_A_* */
 	VISOCK_A_LINK,		/* nest: VISOCK_LINK_A_* */
 	VISOCK_A_EVENT,		/* nest: VISOCK_EVENT_A_* */
+	VISOCK_A_POLICY_DEFAULT, /* u8: VISOCK_POLICY_*, when no rule matches */
+	VISOCK_A_RULE,		/* nest: VISOCK_RULE_A_* */
 	__VISOCK_A_MAX,
 };
 
@@ -494,5 +502,43 @@ enum {
 };
 
 #define VISOCK_EVENT_A_MAX	(__VISOCK_EVENT_A_MAX - 1)
+
+/*
+ * Destination policy: per network namespace, an ordered list of rules
+ * checked when a visock socket connects (connect(2)); the first rule
+ * whose address prefix and port range contain the destination decides,
+ * VISOCK_A_POLICY_DEFAULT (initially ALLOW) decides when none does.
+ * DENY: the connection does not announce visock in its SYN and is plain
+ * TCP from the start, fallback reason VISOCK_FB_POLICY.  Accepted
+ * connections are never affected.  An IPv4-mapped IPv6 destination
+ * (::ffff:a.b.c.d) is matched as the IPv4 address.
+ */
+#define VISOCK_POLICY_ALLOW	0	/* try visock (the default) */
+#define VISOCK_POLICY_DENY	1	/* plain TCP */
+
+/* Most rules a namespace can hold. */
+#define VISOCK_POLICY_MAX_RULES	256
+
+/*
+ * Attributes of VISOCK_A_RULE.  A rule without address matches every
+ * destination of both families; without ports, every port.  Host bits
+ * beyond the prefix length must be 0.  VISOCK_RULE_A_INDEX: POLICY_ADD
+ * inserts the rule before that position (default: appends it),
+ * POLICY_DEL removes the rule there (when the request has no ACTION),
+ * POLICY_GET says where each rule is.
+ */
+enum {
+	VISOCK_RULE_A_UNSPEC,
+	VISOCK_RULE_A_ACTION,	/* u8: VISOCK_POLICY_*; required to add */
+	VISOCK_RULE_A_ADDR4,	/* binary, 4 bytes, network order */
+	VISOCK_RULE_A_ADDR6,	/* binary, 16 bytes, network order */
+	VISOCK_RULE_A_PREFIXLEN, /* u8: prefix length; default 32 or 128 */
+	VISOCK_RULE_A_PORT_MIN,	/* u16: first destination port, host order */
+	VISOCK_RULE_A_PORT_MAX,	/* u16: last one; default: PORT_MIN */
+	VISOCK_RULE_A_INDEX,	/* u32: position, 0 is tried first */
+	__VISOCK_RULE_A_MAX,
+};
+
+#define VISOCK_RULE_A_MAX	(__VISOCK_RULE_A_MAX - 1)
 
 #endif /* _UAPI_LINUX_VISOCK_H */

@@ -4,7 +4,8 @@
 # Run the visock KUnit suites in a UML kernel.
 #
 # The suites and the pure protocol code they test (net/visock/tests/,
-# net/visock/visock_{tcpopt,hs_codec,ring,cdc_codec}.c, visock_wire.h and the uapi
+# net/visock/visock_{tcpopt,hs_codec,ring,cdc_codec,policy_match}.c,
+# visock_wire.h, visock_policy.h and the uapi
 # header) are copied into net/visock_kunit/ of a Linux 6.12 source tree kept
 # in the cache directory, which is hooked into net/Kconfig and net/Makefile,
 # and then run with the kernel's kunit.py.  The build directory is kept in
@@ -34,7 +35,8 @@ json=$build_dir/visock-kunit.json
 jobs=${KUNIT_JOBS:-$(nproc)}
 
 # Sources without kernel subsystem dependencies that the suites test.
-pure_srcs="visock_tcpopt.c visock_hs_codec.c visock_ring.c visock_cdc_codec.c"
+pure_srcs="visock_tcpopt.c visock_hs_codec.c visock_ring.c visock_cdc_codec.c
+	   visock_policy_match.c"
 
 log() { echo "run_kunit: $*"; }
 
@@ -100,6 +102,7 @@ install_file() {
 install_file "$script_dir/visock_kunit/Kconfig" Kconfig
 install_file "$script_dir/visock_kunit/Makefile" Makefile
 install_file "$repo/net/visock/visock_wire.h" visock_wire.h
+install_file "$repo/net/visock/visock_policy.h" visock_policy.h
 install_file "$repo/include/uapi/linux/visock.h" include/linux/visock.h
 for f in $pure_srcs; do
 	install_file "$repo/net/visock/$f" "$f"

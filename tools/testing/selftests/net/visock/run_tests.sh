@@ -201,7 +201,7 @@ list_prog basic visock_basic
 list_prog xhost visock_test
 list_prog stream_xh visock_stream
 list_prog stream_lo visock_stream
-list_prog preload visock_preload_test
+list_prog preload visock_preload_test '*' 'xhost_*'
 list_prog redirect visock_redirect_test '*' 'xhost_*'
 add_test redirect.load
 add_test redirect.show
@@ -212,6 +212,7 @@ list_prog ctl visock_ctl
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
 list_prog redirect_hs visock_redirect_test 'xhost_*'
+list_prog preload_hs visock_preload_test 'xhost_*'
 list_prog apps visock_apps.sh
 add_test module.unload_busy
 add_test module.unload
@@ -367,7 +368,8 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*|ctl.*|redirect.*|apps.*) NEED_MODULE=1 ;;
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|ctl.*|redirect.*|apps.*|\
+	preload.*|preload_hs.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
 done
@@ -670,7 +672,7 @@ redirect_cleanup() {
 redirect_group() {
 	local out why
 
-	ONLY="inet_direct inet6_direct inet_reuseport" \
+	ONLY="inet_direct inet6_direct inet_reuseport policy_netns policy_unpriv" \
 		run_prog redirect visock_redirect_test --role single
 	if ! awk '$3 == "update_socket_protocol" { f = 1 } END { exit !f }' \
 		/proc/kallsyms; then
@@ -816,6 +818,28 @@ redirect_hs() {
 	"$REDIR_TOOL" unload >/dev/null 2>&1
 }
 
+# preload_hs WHY WAIT: the LD_PRELOAD wrapper between the hosts
+# (visock_preload_test's xhost_* tests, every kernel).  WHY: reason to
+# skip (no RDMA between the hosts).
+preload_hs() {
+	local why=$1 wait_s=$2
+
+	group_selected preload_hs || return 0
+	[ -z "$why" ] && [ -z "${PRELOAD:-}" ] && PRELOAD=$(preload_so)
+	[ -z "$why" ] && [ -z "$PRELOAD" ] && why="visock_preload.so not found"
+	if [ -n "$why" ]; then
+		finish_group preload_hs skip "$why"
+		return
+	fi
+	if [ "$ROLE" = client ]; then
+		LD_PRELOAD=$PRELOAD run_prog preload_hs visock_preload_test \
+			--role client --peer "$PEER" --ctl-port "$CTL_PORT"
+	else
+		LD_PRELOAD=$PRELOAD run_prog preload_hs visock_preload_test \
+			--role server --ctl-port "$CTL_PORT" --wait "$wait_s"
+	fi
+}
+
 # apps WHY: unmodified third-party programs (iperf3, sockperf, nginx with
 # curl and wrk, redis) between the hosts, redirected to visock and plain
 # (visock_apps.sh, which meets its peer half through the results
@@ -855,7 +879,7 @@ hs_pass() {
 	if ! group_selected hs && ! group_selected dp &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
 	   ! group_selected stream_hslo && ! group_selected redirect_hs &&
-	   ! group_selected apps; then
+	   ! group_selected preload_hs && ! group_selected apps; then
 		return
 	fi
 	if [ -w "$ENABLE" ]; then
@@ -870,7 +894,7 @@ hs_pass() {
 	EXTRA_PICKS=()
 	if group_selected dp || group_selected ctl ||
 	   group_selected stream_hs || group_selected redirect_hs ||
-	   group_selected apps; then
+	   group_selected preload_hs || group_selected apps; then
 		EXTRA_PICKS=(--pick rdma_ready)
 	fi
 	[ "$NO_CLIENT" = 1 ] && wait_s=30
@@ -878,14 +902,16 @@ hs_pass() {
 	client)
 		if group_selected hs || group_selected dp ||
 		   group_selected ctl || group_selected stream_hs ||
-		   group_selected redirect_hs || group_selected apps; then
+		   group_selected redirect_hs || group_selected preload_hs ||
+		   group_selected apps; then
 			run_prog_always hs visock_hs --role client --peer "$PEER" \
 				${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT"
 		fi ;;
 	server)
 		if group_selected hs || group_selected dp ||
 		   group_selected ctl || group_selected stream_hs ||
-		   group_selected redirect_hs || group_selected apps; then
+		   group_selected redirect_hs || group_selected preload_hs ||
+		   group_selected apps; then
 			run_prog_always hs visock_hs --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi ;;
@@ -900,6 +926,7 @@ hs_pass() {
 		finish_group ctl skip "role single: no peer host"
 		finish_group stream_hs skip "role single: no peer host"
 		finish_group redirect_hs skip "role single: no peer host"
+		finish_group preload_hs skip "role single: no peer host"
 		finish_group apps skip "role single: no peer host" ;;
 	*)
 		why=
@@ -938,6 +965,7 @@ hs_pass() {
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi
 		redirect_hs "$why" "$wait_s"
+		preload_hs "$why" "$wait_s"
 		apps_group "$why" ;;
 	esac
 

@@ -10,6 +10,11 @@
  *		every kernel (before 6.7 the wrapper maps it to
  *		VISOCK_REUSEPORT): two listeners share a port
  * pingpong	a connection made with the wrapped calls carries data
+ * policy_netns	destination policy rules are per network namespace
+ * policy_unpriv	changing them needs CAP_NET_ADMIN (EPERM otherwise)
+ * Between the hosts (group preload_hs, net.visock.enable=1, RDMA):
+ * xhost_policy	a wrapped socket connecting to a denied port is plain TCP
+ *		with reason POLICY, to another port RDMA (policy_tests.c)
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -23,6 +28,7 @@
 
 #include "harness.h"
 #include "ktap.h"
+#include "policy_tests.h"
 #include "sockutil.h"
 
 #define NREUSE	16
@@ -144,14 +150,49 @@ static void pingpong(struct vt_ctx *c)
 	close(lfd);
 }
 
+/* What the program asks for; the wrapper makes it AF_VISOCK. */
+static int wrapped_socket(int family)
+{
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	vt_assert(fd >= 0, "socket: %s", vt_errname(errno));
+	vt_assert(domain_of(fd) == AF_VISOCK, "socket is not AF_VISOCK");
+	return fd;
+}
+
+static const struct pt_ops wrapped_ops = { .socket = wrapped_socket };
+
+static int orig_enable = -1;
+
+static void cleanup(const struct vt_ctx *c)
+{
+	FILE *f;
+
+	(void)c;
+	pt_cleanup();
+	f = orig_enable >= 0 ? fopen("/proc/sys/net/visock/enable", "we") :
+			       NULL;
+	if (f) {
+		fprintf(f, "%d\n", orig_enable);
+		fclose(f);
+	}
+}
+
 static const struct vt_test tests[] = {
 	{ "domain", domain, NULL, 0, "stream sockets become AF_VISOCK" },
 	{ "reuseport", reuseport, NULL, 0, "SO_REUSEPORT on every kernel" },
 	{ "pingpong", pingpong, NULL, 0, "data over a wrapped connection" },
+	{ "policy_netns", pt_netns, NULL, 0, "policy rules per namespace" },
+	{ "policy_unpriv", pt_unpriv, NULL, 0, "policy changes need CAP_NET_ADMIN" },
+	{ "xhost_policy", pt_xhost_client, pt_xhost_server, 0,
+	  "denied port: TCP with reason POLICY, other port: RDMA" },
 };
 
 int main(int argc, char **argv)
 {
+	orig_enable = pt_read_int("/proc/sys/net/visock/enable");
+	pt_ops = &wrapped_ops;
+	vt_set_cleanup(cleanup);
 	return vt_main(argc, argv, "visock_preload_test", tests,
 		       ARRAY_SIZE(tests));
 }

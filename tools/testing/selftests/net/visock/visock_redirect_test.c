@@ -16,6 +16,9 @@
  *		socket that looks like an inet one and carries data
  * inet6_direct	the same for AF_INET6
  * inet_reuseport SO_REUSEPORT works natively: two listeners share a port
+ * policy_netns	destination policy rules are per network namespace
+ *		(IPPROTO_VISOCK sockets, every kernel; policy_tests.c)
+ * policy_unpriv	changing them needs CAP_NET_ADMIN (EPERM otherwise)
  * With the redirect loaded:
  * comm_match	plain TCP sockets of a listed comm become visock sockets
  *		(IPv4 and IPv6) and carry data
@@ -34,6 +37,8 @@
  * between the hosts), with the redirect loaded on both for vr_redirected:
  * xhost_rdma	plain TCP sockets on both ends become visock sockets that
  *		switch to RDMA and carry data
+ * xhost_policy	a redirected socket connecting to a denied port is plain
+ *		TCP with reason POLICY, to another port RDMA (policy_tests.c)
  * With the module reloaded with inet_proto=262 (IPPROTO_MPTCP, taken):
  * proto_taken	the module left MPTCP's protosw alone (socket(AF_INET,
  *		SOCK_STREAM, 262) is still MPTCP) and AF_VISOCK still works
@@ -55,6 +60,7 @@
 
 #include "harness.h"
 #include "ktap.h"
+#include "policy_tests.h"
 #include "sockutil.h"
 
 #define ENABLE_PATH	"/proc/sys/net/visock/enable"
@@ -67,19 +73,6 @@ static int orig_enable = -1;
 static void set_comm(const char *comm)
 {
 	vt_try(prctl(PR_SET_NAME, comm, 0, 0, 0), "prctl(PR_SET_NAME)");
-}
-
-static int read_int(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
 }
 
 static int write_int(const char *path, int v)
@@ -105,6 +98,7 @@ static void set_enable(int v)
 static void restore_enable(const struct vt_ctx *c)
 {
 	(void)c;
+	pt_cleanup();
 	if (orig_enable >= 0)
 		write_int(ENABLE_PATH, orig_enable);
 }
@@ -594,6 +588,57 @@ static void xhost_rdma_server(struct vt_ctx *c)
 	close(lfd);
 }
 
+/* Sockets for the policy tests: IPPROTO_VISOCK ones (every kernel)... */
+static int direct_socket(int family)
+{
+	need_protosw(family);
+	return new_socket(family, ipproto_visock);
+}
+
+/* ... or plain TCP ones the BPF program redirects (6.6+). */
+static int redirected_socket(int family)
+{
+	int fd = new_socket(family, 0);
+
+	expect_inet_visock(fd, family, "redirected socket");
+	return fd;
+}
+
+static void redirected_prepare(void)
+{
+	set_comm("vr_redirected");
+}
+
+static const struct pt_ops direct_ops = { .socket = direct_socket };
+static const struct pt_ops redirected_ops = {
+	.socket		= redirected_socket,
+	.prepare	= redirected_prepare,
+};
+
+static void policy_netns(struct vt_ctx *c)
+{
+	pt_ops = &direct_ops;
+	pt_netns(c);
+}
+
+static void policy_unpriv(struct vt_ctx *c)
+{
+	pt_ops = &direct_ops;
+	pt_unpriv(c);
+}
+
+static void xhost_policy_client(struct vt_ctx *c)
+{
+	pt_ops = &redirected_ops;
+	pt_xhost_client(c);
+}
+
+static void xhost_policy_server(struct vt_ctx *c)
+{
+	pt_ops = &redirected_ops;
+	pt_xhost_server(c);
+}
+
 static const struct vt_test tests[] = {
 	{ "inet_direct", inet_direct, NULL, 0, "AF_INET IPPROTO_VISOCK socket" },
 	{ "inet6_direct", inet6_direct, NULL, 0, "AF_INET6 IPPROTO_VISOCK socket" },
@@ -609,15 +654,20 @@ static const struct vt_test tests[] = {
 	{ "proto_taken", proto_taken, NULL, 0, "taken number left alone" },
 	{ "xhost_rdma", xhost_rdma_client, xhost_rdma_server, 0,
 	  "redirected program gets RDMA between hosts" },
+	{ "policy_netns", policy_netns, NULL, 0, "policy rules per namespace" },
+	{ "policy_unpriv", policy_unpriv, NULL, 0,
+	  "policy changes need CAP_NET_ADMIN" },
+	{ "xhost_policy", xhost_policy_client, xhost_policy_server, 0,
+	  "denied port: TCP with reason POLICY, other port: RDMA" },
 };
 
 int main(int argc, char **argv)
 {
-	int proto = read_int(PROTO_PATH);
+	int proto = pt_read_int(PROTO_PATH);
 
 	if (proto > 0)
 		ipproto_visock = proto;
-	orig_enable = read_int(ENABLE_PATH);
+	orig_enable = pt_read_int(ENABLE_PATH);
 	vt_set_cleanup(restore_enable);
 	return vt_main(argc, argv, "visock_redirect_test", tests,
 		       ARRAY_SIZE(tests));

@@ -80,7 +80,7 @@ static void same_uapi(struct vt_ctx *c)
 	char mine[256], peer[256];
 
 	snprintf(mine, sizeof(mine),
-		 "AF=%d TCP4=%d TCP6=%d PROTOMAX=%d SOL=%d MODE=%d FBOPT=%d INFO=%d/%zu modes=%d,%d,%d,%d fb=%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d max=%d",
+		 "AF=%d TCP4=%d TCP6=%d PROTOMAX=%d SOL=%d MODE=%d FBOPT=%d INFO=%d/%zu modes=%d,%d,%d,%d fb=%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d max=%d",
 		 AF_VISOCK, VISOCKPROTO_TCP4, VISOCKPROTO_TCP6,
 		 VISOCKPROTO_MAX, SOL_VISOCK, VISOCK_MODE,
 		 VISOCK_FALLBACK_REASON, VISOCK_INFO,
@@ -91,7 +91,8 @@ static void same_uapi(struct vt_ctx *c)
 		 VISOCK_FB_VERSION, VISOCK_FB_BAD_MSG, VISOCK_FB_TIMEOUT,
 		 VISOCK_FB_NOMEM, VISOCK_FB_PEER_DECLINE, VISOCK_FB_QP_SETUP,
 		 VISOCK_FB_BUF_EXHAUSTED, VISOCK_FB_DEVICE_GONE,
-		 VISOCK_FB_SYNCOOKIE, VISOCK_FB_IO, VISOCK_FB_MAX);
+		 VISOCK_FB_SYNCOOKIE, VISOCK_FB_IO, VISOCK_FB_POLICY,
+		 VISOCK_FB_MAX);
 	swap_line(c, "UAPI", mine, peer, sizeof(peer));
 	vt_assert(!strcmp(mine, peer),
 		  "user API constants differ:\n here: %s\n peer: %s", mine,

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * visock: destination policy rules and their matching.
+ *
+ * The matching (visock_policy_match.c) is pure logic, without sockets or
+ * netlink, so that the KUnit runner can build it on its own.  The
+ * per-namespace table, its locking and the netlink side are in
+ * visock_policy.c.
+ */
+#ifndef _NET_VISOCK_POLICY_H
+#define _NET_VISOCK_POLICY_H
+
+#include <linux/types.h>
+
+/**
+ * struct visock_pol_rule - one destination policy rule
+ * @addr: address prefix, network order; IPv4 in @addr[0]
+ * @port_min: first destination port, host order
+ * @port_max: last destination port, host order (>= @port_min)
+ * @family: 0 (any address of both families), AF_INET or AF_INET6
+ * @plen: prefix length: bits of @addr that count (0 with @family 0)
+ * @action: VISOCK_POLICY_ALLOW or VISOCK_POLICY_DENY
+ */
+struct visock_pol_rule {
+	__be32 addr[4];
+	u16 port_min;
+	u16 port_max;
+	u8 family;
+	u8 plen;
+	u8 action;
+};
+
+/**
+ * struct visock_pol_dst - a destination being looked up
+ * @addr: network order; IPv4 in @addr[0]
+ * @port: host order
+ * @family: AF_INET or AF_INET6 (IPv4-mapped IPv6 turned into AF_INET)
+ */
+struct visock_pol_dst {
+	__be32 addr[4];
+	u16 port;
+	u8 family;
+};
+
+/* visock_policy_match.c */
+int visock_pol_rule_check(const struct visock_pol_rule *r, const char **why);
+bool visock_pol_rule_equal(const struct visock_pol_rule *a,
+			   const struct visock_pol_rule *b);
+bool visock_pol_rule_match(const struct visock_pol_rule *r,
+			   const struct visock_pol_dst *dst);
+u8 visock_pol_lookup(const struct visock_pol_rule *rules, unsigned int n,
+		     u8 dflt, const struct visock_pol_dst *dst);
+void visock_pol_dst_init(struct visock_pol_dst *dst, int family,
+			 const __be32 *addr, u16 port);
+
+#endif /* _NET_VISOCK_POLICY_H */
