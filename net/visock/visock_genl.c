@@ -36,8 +36,6 @@
 /* Upper bound of GID table entries looked at per port. */
 #define VISOCK_GENL_GID_MAX	4096
 
-static struct genl_family visock_genl_family;
-
 /* Multicast groups; the index is what genl_has_listeners() wants. */
 enum {
 	VISOCK_GENL_GRP_EVENTS,
