@@ -1621,6 +1621,7 @@ static void print_usage(FILE *f, int code)
 		"  policy add [index N] allow|deny [to PREFIX] [port P[-Q]]\n"
 		"  policy del index N | allow|deny [to PREFIX] [port P[-Q]]\n"
 		"  policy flush | default [allow|deny]\n"
+		"  redirect ARGS...    visock_redirect(8) ARGS (as the first word)\n"
 		"Options: -j/--json machine-readable output; -n/--netns NAME runs\n"
 		"in /run/netns/NAME (or the namespace file NAME, with a '/').\n"
 		"Exit status: 0 ok, 1 error, 2 usage, 3 visock module not loaded.\n",
@@ -1685,6 +1686,32 @@ static void parse_sock_filter(int argc, char **argv, struct sock_filter_opts *o,
 	}
 }
 
+/*
+ * "visockctl redirect ARGS" is visock_redirect(8): run the one next to
+ * this binary (as installed and as built), else the one on PATH.
+ */
+static void cmd_redirect(char **argv)
+{
+	char self[4096], path[4096 + sizeof("/visock_redirect")];
+	ssize_t n;
+	char *slash;
+
+	argv[0] = "visock_redirect";
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(path, sizeof(path), "%s/visock_redirect", self);
+			if (!access(path, X_OK))
+				execv(path, argv);
+		}
+	}
+	execvp("visock_redirect", argv);
+	die(1, "cannot run visock_redirect: %s", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	enum { OPT_RDMA = 256, OPT_TCP, OPT_INO, OPT_PORT, OPT_RESET };
@@ -1708,6 +1735,10 @@ int main(int argc, char **argv)
 	char **words;
 	int nwords = 0;
 	int c;
+
+	/* Its options are visock_redirect's, not ours. */
+	if (argc > 1 && !strcmp(argv[1], "redirect"))
+		cmd_redirect(argv + 1);
 
 	words = calloc((size_t)argc + 1, sizeof(*words));
 	if (!words)

@@ -690,13 +690,19 @@ redirect_group() {
 	redirect_cgroup
 	[ -n "$REDIR_CG" ] || diag "redirect: no cgroup v2 directory for cgroup_match"
 
-	if ! out=$("$REDIR_TOOL" load --comm vr_redirected --uid 4242 \
+	# Loaded through "visockctl redirect" (which runs visock_redirect)
+	# when visockctl sits next to it, as built and as installed.
+	local loader=("$REDIR_TOOL")
+	[ -x "${REDIR_TOOL%/*}/visockctl" ] &&
+		loader=("${REDIR_TOOL%/*}/visockctl" redirect)
+	if ! out=$("${loader[@]}" load --comm vr_redirected --uid 4242 \
 		   ${REDIR_CG:+--cgroup "$REDIR_CG"} \
 		   --exclude-comm vr_excluded 2>&1); then
-		finish_group redirect fail "visock_redirect load: $out"
+		finish_group redirect fail "${loader[*]} load: $out"
 		redirect_cleanup
 		return
 	fi
+	diag "loaded with: ${loader[*]##*/} load"
 	diag "$out"
 	result redirect.load pass
 
@@ -735,7 +741,7 @@ redirect_group() {
 # visock_redirect (where the kernel has the hook) must refuse to load.
 # Then reload it as before.
 redirect_taken() {
-	local out why= i
+	local out why='' i
 
 	[ -n "${SEL[redirect.proto_taken]:-}" ] || return 0
 	if [ ! -d /proc/sys/net/mptcp ]; then
