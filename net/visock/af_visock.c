@@ -51,11 +51,14 @@
 #include <linux/module.h>
 #include <linux/net.h>
 #include <linux/poll.h>
+#include <linux/sockios.h>
 #include <linux/sockptr.h>
+#include <asm/ioctls.h>
 #include <linux/uaccess.h>
 #include <net/sock.h>
 #include <linux/tcp.h>
 #include <net/inet_sock.h>
+#include <net/tcp.h>
 #include <net/tcp_states.h>
 
 #include "visock.h"
@@ -783,6 +786,29 @@ static int visock_getname(struct socket *sock, struct sockaddr *addr,
 	return vsk->tcp->ops->getname(vsk->tcp, addr, peer);
 }
 
+/*
+ * SIOCOUTQ and SIOCOUTQNSD of a connection that fell back after sending
+ * handshake messages: as TCP computes them, without those messages.
+ */
+static int visock_tcp_outq(struct visock_sock *vsk, unsigned int cmd,
+			   unsigned long arg)
+{
+	const struct sock *tsk = vsk->tcp->sk;
+	const struct tcp_sock *tp = tcp_sk(tsk);
+	u32 start = vsk->tcp_app_seq, from;
+	int answ = 0;
+
+	if ((1 << inet_sk_state_load(tsk)) & (TCPF_SYN_SENT | TCPF_SYN_RECV))
+		return put_user(0, (int __user *)arg);
+	from = cmd == SIOCOUTQ ? READ_ONCE(tp->snd_una) :
+				 READ_ONCE(tp->snd_nxt);
+	if (before(from, start))
+		from = start;
+	if (after(READ_ONCE(tp->write_seq), from))
+		answ = READ_ONCE(tp->write_seq) - from;
+	return put_user(answ, (int __user *)arg);
+}
+
 static int visock_ioctl(struct socket *sock, unsigned int cmd,
 			unsigned long arg)
 {
@@ -794,6 +820,9 @@ static int visock_ioctl(struct socket *sock, unsigned int cmd,
 		if (err != -ENOIOCTLCMD)
 			return err;
 	}
+	if ((cmd == SIOCOUTQ || cmd == SIOCOUTQNSD) &&
+	    test_bit(VISOCK_F_APP_SEQ, &vsk->flags))
+		return visock_tcp_outq(vsk, cmd, arg);
 	return vsk->tcp->ops->ioctl(vsk->tcp, cmd, arg);
 }
 

@@ -160,6 +160,9 @@ struct visock_net {
  * @err_mirror: TCP error last copied to sk_err (visock_tcp.c), or 0
  * @mode: enum visock_mode; written under lock_sock(@sk), read locklessly
  * @fb_reason: enum visock_fallback_reason once @mode is VISOCK_MODE_TCP
+ * @tcp_app_seq: sequence number of the internal TCP connection where our
+ *	application bytes start, after our handshake messages (valid with
+ *	VISOCK_F_APP_SEQ)
  * @family: AF_INET or AF_INET6, the family of @tcp
  * @local_opt: option we sent (valid with VISOCK_F_SYN_OPT)
  * @peer_opt: option the peer sent (valid with VISOCK_F_PEER_OPT)
@@ -204,6 +207,8 @@ struct visock_sock {
 	int err_mirror;
 	u8 mode;
 	u8 fb_reason;
+	/* TCP sequence number of the first application byte we send */
+	u32 tcp_app_seq;
 	u16 family;
 	struct visock_synopt local_opt;
 	struct visock_synopt peer_opt;
@@ -249,6 +254,8 @@ enum {
 	/* Teardown started: hidden from readers; set under lock_sock() */
 	VISOCK_F_DIAG_GONE,
 	VISOCK_F_POLICY_TCP,	/* destination policy: no option, plain TCP */
+	/* Fell back after handshake messages: tcp_app_seq is valid */
+	VISOCK_F_APP_SEQ,
 };
 
 /*

@@ -187,6 +187,12 @@ static void visock_hs_fallback(struct visock_sock *vsk, u8 reason)
 	trace_visock_hs_result(vsk, reason);
 	visock_hs_drop_link(vsk);
 	vsk->hs_state = VISOCK_HS_DONE;
+	/*
+	 * Our handshake messages are in TCP's sequence space before the
+	 * application's bytes; SIOCOUTQ must not count them.
+	 */
+	vsk->tcp_app_seq = READ_ONCE(tcp_sk(vsk->tcp->sk)->write_seq);
+	set_bit(VISOCK_F_APP_SEQ, &vsk->flags);
 	visock_set_fallback(vsk, reason);
 	set_bit(VISOCK_F_SETTLED, &vsk->flags);
 }
