@@ -6,15 +6,23 @@
 # so two kernels cannot share one tree).  W=1 and sparse (C=2) are on;
 # any compiler or sparse warning fails the build.
 #
-#   build-module.sh all | 6.1 | 6.12 | <kernel release>
+#   build-module.sh all | 6.1 | 6.12 | 6.12-debug | <kernel release>
+#
+# "all" is 6.1 and 6.12.  6.12-debug (the KASAN/lockdep guest kernel,
+# tools/testing/debug-kernel.sh) builds against the kernel's build
+# directory in the cache; it must have been built already.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VM="$ROOT/tools/testing/vm/vm.sh"
+DEBUG_KERNEL="$ROOT/tools/testing/debug-kernel.sh"
 
 build_one() {
 	local kver=$1 kdir out log
 	kdir=/lib/modules/$kver/build
+	if [[ $kver == *-visock-debug ]]; then
+		kdir=$("$DEBUG_KERNEL" kdir) || return 1
+	fi
 	if [ ! -d "$kdir" ]; then
 		echo "build-module: no headers for $kver at $kdir" >&2
 		return 1
@@ -48,7 +56,7 @@ flock 9
 want=${1:-all}
 case "$want" in
 all)	kvers="$("$VM" kver 6.1) $("$VM" kver 6.12)" ;;
-6.1|6.12) kvers=$("$VM" kver "$want") ;;
+6.1|6.12|6.12-debug) kvers=$("$VM" kver "$want") ;;
 *)	kvers=$want ;;
 esac
 rc=0

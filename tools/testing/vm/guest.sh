@@ -6,7 +6,8 @@
 # Runs as PID 1 inside each guest, right after the initramfs switched into
 # the overlay of the host's root file system.  It reads its role from the
 # kernel command line (visock.host=a|b, visock.mode=run|persist,
-# visock.src=DIR, visock.results=DIR), sets up the guest (mounts, hostname,
+# visock.src=DIR, visock.results=DIR, and visock.modules=DIR for a kernel
+# whose modules are not in the host's /lib/modules), sets up the guest (mounts, hostname,
 # addresses, soft-RoCE device), waits for the peer and then executes jobs
 # that vm.sh drops into the "ctl" 9p share:
 #
@@ -75,13 +76,14 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
 mount -t configfs configfs /sys/kernel/config 2>/dev/null || true
 
 # --- role from the kernel command line -------------------------------------
-mode=run src='' results=''
+mode=run src='' results='' modules=''
 for arg in $(</proc/cmdline); do
 	case "$arg" in
 	visock.host=*)    host=${arg#*=} ;;
 	visock.mode=*)    mode=${arg#*=} ;;
 	visock.src=*)     src=${arg#*=} ;;
 	visock.results=*) results=${arg#*=} ;;
+	visock.modules=*) modules=${arg#*=} ;;
 	esac
 done
 case "$host" in
@@ -100,6 +102,13 @@ mount9p ctl "$ctl"
 mkdir -p "$ctl/$host"
 
 echo "visock-$host" >/proc/sys/kernel/hostname
+
+# A kernel built into the cache (6.12-debug): its module tree, seen through
+# the read-only host root, goes where modprobe looks (in the overlay).
+if [ -n "$modules" ] && [ ! -e "/lib/modules/$(uname -r)" ]; then
+	mkdir -p /lib/modules
+	ln -s "$modules" "/lib/modules/$(uname -r)"
+fi
 
 # --- network ---------------------------------------------------------------
 local_ip=10.77.0.$me peer_ip=10.77.0.$peer

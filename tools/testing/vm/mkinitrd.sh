@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# mkinitrd.sh KVER OUTPUT
+# mkinitrd.sh KVER OUTPUT [MODROOT]
 #
 # Build the tiny initramfs used by the visock test VMs.  It contains only a
 # static busybox, the handful of modules needed to reach the host's root
@@ -15,11 +15,14 @@
 #
 # Everything after step 4 runs with the host's own binaries, so this image
 # only needs rebuilding when this script or the kernel's modules change.
+# MODROOT is where lib/modules/KVER is, for kernels not installed in / (the
+# debug kernel: its modules_install root in the cache).
 
 set -euo pipefail
 
 kver=${1:?usage: mkinitrd.sh KVER OUTPUT}
 out=${2:?usage: mkinitrd.sh KVER OUTPUT}
+modroot=${3:-}
 
 # Modules that must be usable before the root file system is mounted.
 # Their dependency chains come from modprobe, so built-in ones are skipped
@@ -32,7 +35,8 @@ if ldd "$busybox" >/dev/null 2>&1; then
 	echo "mkinitrd: $busybox is not static (install busybox-static)" >&2
 	exit 1
 fi
-[ -d "/lib/modules/$kver" ] || { echo "mkinitrd: /lib/modules/$kver missing" >&2; exit 1; }
+[ -d "$modroot/lib/modules/$kver" ] ||
+	{ echo "mkinitrd: $modroot/lib/modules/$kver missing" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -44,7 +48,7 @@ cp "$busybox" "$work/bin/busybox"
 # insmod cannot read .ko.xz / .ko.zst / .ko.gz).
 : >"$work/modules/load.list"
 for m in $wanted; do
-	modprobe -S "$kver" --show-depends "$m"
+	modprobe ${modroot:+-d "$modroot"} -S "$kver" --show-depends "$m"
 done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' | while read -r path; do
 	name=$(basename "$path")
 	case "$name" in

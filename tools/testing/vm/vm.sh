@@ -3,8 +3,8 @@
 #
 # vm.sh - two-host QEMU test bed for visock (see README.md).
 #
-#   vm.sh prepare [--kernel 6.1|6.12|all]
-#   vm.sh kver 6.1|6.12
+#   vm.sh prepare [--kernel 6.1|6.12|6.12-debug|all]
+#   vm.sh kver 6.1|6.12|6.12-debug
 #   vm.sh run   --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
 #   vm.sh start --kernel K [--timeout SECS]
 #   vm.sh exec  --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
@@ -19,8 +19,13 @@
 #                       give separate UDP ports and state directories
 #   VISOCK_VM_PORT_BASE first UDP port (default 27700)
 #   VISOCK_VM_ACCEL     QEMU accelerator (default tcg)
-#   VISOCK_VM_MEM       guest RAM in MiB (default 1024)
 #   VISOCK_VM_CPU       QEMU CPU model (default max)
+#   VISOCK_VM_MEM       guest RAM in MiB (default 1024, 2048 on 6.12-debug)
+#   VISOCK_VM_APPEND    more kernel command line (e.g. kmemleak=on)
+#
+# Kernels: 6.1 and 6.12 are Debian's (/boot, /lib/modules); 6.12-debug is
+# the KASAN/lockdep kernel built by tools/testing/debug-kernel.sh into the
+# cache ("prepare --kernel 6.12-debug" builds it; "all" means 6.1 and 6.12).
 
 set -euo pipefail
 
@@ -30,12 +35,17 @@ cache_root=${VISOCK_CACHE:-$HOME/.cache/visock}/vm
 inst=${VISOCK_VM_INSTANCE:-0}
 port_base=${VISOCK_VM_PORT_BASE:-27700}
 accel=${VISOCK_VM_ACCEL:-tcg}
-mem=${VISOCK_VM_MEM:-1024}
+mem=${VISOCK_VM_MEM:-}
 cpu=${VISOCK_VM_CPU:-max}
+debug_kernel=$repo/tools/testing/debug-kernel.sh
 
 # Kernel series we know about.  The position in this list selects the UDP
-# port pair, so append new series at the end.
-all_series=(6.1 6.12)
+# port pair (see setup_bed), so append new series at the end.
+all_series=(6.1 6.12 6.12-debug)
+# What "prepare --kernel all" prepares: the Debian kernels.
+stock_series=(6.1 6.12)
+# Built from source into the cache, not installed in /boot.
+debug_series=" 6.12-debug "
 # Series shipped by bookworm-backports rather than bookworm itself.
 backports_series=" 6.12 "
 
@@ -46,7 +56,7 @@ base_pkgs=(qemu-system-x86 busybox-static kmod xz-utils zstd cpio iproute2
 
 # What the host looks for in guest kernel logs.
 splat_patterns=("Oops" "WARNING:" "BUG:" "Call Trace:" "Kernel panic" "KASAN"
-	"UBSAN" "kmemleak" "possible circular locking")
+	"UBSAN" "suspected memory leak" "possible circular locking")
 
 die() { echo "vm.sh: error: $*" >&2; exit 1; }
 
@@ -60,6 +70,24 @@ die() { echo "vm.sh: error: $*" >&2; exit 1; }
 # of the 64-connection tests).  See tools/testing/vm/README.md.
 vm_nic() {
 	echo "${VISOCK_VM_NIC:-e1000}"
+}
+# Guest RAM per kernel (VISOCK_VM_MEM overrides): KASAN's shadow memory
+# and quarantine, kmemleak and lockdep want more than the stock 1 GiB.
+vm_mem() {
+	if is_debug_kver "$1"; then echo 2048; else echo 1024; fi
+}
+# Kernel command line per kernel, plus VISOCK_VM_APPEND.  The debug kernel
+# prints warnings (lockdep, WARN) on the serial console too, so that they
+# are seen even when the guest dies before dmesg.txt is written.  no5lvl:
+# with 5-level paging (QEMU's -cpu max has LA57), an interrupt while
+# identify_cpu() refills the boot CPU's feature bits made KASAN report a
+# "wild-memory-access" in handle_edge_irq at boot (the kernel briefly
+# believes in 4 levels), and any KASAN report turns lockdep off.
+# page_owner=on: KASAN reports on pages name who allocated and freed them.
+vm_append() {
+	local a=''
+	if is_debug_kver "$1"; then a=' loglevel=5 no5lvl page_owner=on'; fi
+	echo "$a${VISOCK_VM_APPEND:+ $VISOCK_VM_APPEND}"
 }
 info() { echo "vm.sh: $*"; }
 now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
@@ -88,6 +116,11 @@ series_slot() { # SERIES -> index in all_series
 resolve_kver() {
 	local series=$1 best='' bestk='' v k d
 	series_slot "$series" >/dev/null
+	if [[ $debug_series == *" $series "* ]]; then
+		"$debug_kernel" kver 2>/dev/null ||
+			die "the $series kernel is not built (run: vm.sh prepare --kernel $series)"
+		return
+	fi
 	# One "VERSION KREL" line per metapackage version apt knows about.
 	while read -r v k; do
 		[[ $v == "$series".* ]] || continue
@@ -106,6 +139,23 @@ resolve_kver() {
 	fi
 	[ -n "$bestk" ] || die "cannot resolve a $series kernel (run: vm.sh prepare --kernel $series)"
 	echo "$bestk"
+}
+
+# A debug kernel's release ends in -visock-debug (debug.config).
+is_debug_kver() { [[ $1 == *-visock-debug ]]; }
+
+kernel_image() { # KVER -> the bzImage to boot
+	if is_debug_kver "$1"; then
+		echo "$("$debug_kernel" dir)/bzImage"
+	else
+		echo "/boot/vmlinuz-$1"
+	fi
+}
+
+module_root() { # KVER -> root of its lib/modules/KVER ("" for /)
+	if is_debug_kver "$1"; then
+		echo "$("$debug_kernel" dir)/mod"
+	fi
 }
 
 # ---------------------------------------------------------------------------
@@ -171,9 +221,10 @@ cmd_prepare() {
 		*) usage ;;
 		esac
 	done
-	if [ "$kernel" = all ]; then list=("${all_series[@]}"); else list=("$kernel"); fi
+	if [ "$kernel" = all ]; then list=("${stock_series[@]}"); else list=("$kernel"); fi
 	for series in "${list[@]}"; do
 		series_slot "$series" >/dev/null
+		[[ $debug_series != *" $series "* ]] || continue
 		if [[ $backports_series == *" $series "* ]] && ensure_backports_source; then
 			need_update=1
 		fi
@@ -190,6 +241,10 @@ cmd_prepare() {
 	apt_install $(pkg_missing "${base_pkgs[@]}")
 	stop_services
 	for series in "${list[@]}"; do
+		if [[ $debug_series == *" $series "* ]]; then
+			"$debug_kernel" build >/dev/null
+			continue
+		fi
 		kver=$(resolve_kver "$series")
 		pkgs=$(pkg_missing "linux-image-$kver" "linux-headers-$kver")
 		if [[ $backports_series == *" $series "* ]]; then
@@ -219,21 +274,22 @@ cmd_prepare() {
 # Rebuild when missing, when mkinitrd.sh changed, or when the kernel's
 # module tree was regenerated.
 ensure_initrd() {
-	local kver=$1 dir stamp
+	local kver=$1 dir stamp modroot
 	dir=$cache_root/$kver
-	if [ ! -r "/boot/vmlinuz-$kver" ] || [ ! -d "/lib/modules/$kver" ]; then
+	modroot=$(module_root "$kver")
+	if [ ! -r "$(kernel_image "$kver")" ] || [ ! -d "$modroot/lib/modules/$kver" ]; then
 		die "kernel $kver is not installed (run: vm.sh prepare)"
 	fi
 	mkdir -p "$dir"
 	stamp="$(sha256sum <"$here/mkinitrd.sh" | cut -d' ' -f1) $kver \
-$(stat -c %Y "/lib/modules/$kver/modules.dep")"
+$(stat -c %Y "$modroot/lib/modules/$kver/modules.dep")"
 	(
 		flock 9
 		if [ -f "$dir/initrd.img" ] && [ "$(cat "$dir/initrd.stamp" 2>/dev/null)" = "$stamp" ]; then
 			exit 0
 		fi
 		info "building initramfs for $kver"
-		"$here/mkinitrd.sh" "$kver" "$dir/initrd.img"
+		"$here/mkinitrd.sh" "$kver" "$dir/initrd.img" "$modroot"
 		echo "$stamp" >"$dir/initrd.stamp"
 	) 9>"$dir/.initrd.lock"
 }
@@ -244,14 +300,17 @@ $(stat -c %Y "/lib/modules/$kver/modules.dep")"
 
 # setup_bed SERIES: sets kver, state, ctl, ports and the VM names.
 setup_bed() {
-	local series=$1 slot
+	local series=$1 slot block
 	[[ $inst =~ ^[0-9]{1,2}$ ]] || die "VISOCK_VM_INSTANCE must be 0..99"
 	slot=$(series_slot "$series")
 	kver=$(resolve_kver "$series")
 	state=$cache_root/$kver/inst$inst
 	ctl=$state/ctl
-	# Two ports per bed: a listens on port_a, b on port_b.
-	port_a=$((port_base + inst * 2 * ${#all_series[@]} + slot * 2))
+	# Two ports per bed: a listens on port_a, b on port_b.  Series come
+	# in blocks of two with 400 ports each (100 instances x 2 series x
+	# 2 hosts), so a new series never moves the ports of an older one.
+	block=$((slot / 2))
+	port_a=$((port_base + block * 400 + inst * 4 + slot % 2 * 2))
 	port_b=$((port_a + 1))
 	mkdir -p "$state"
 }
@@ -295,7 +354,7 @@ wipe_dir() {
 
 # launch HOST MODE: boot one guest in the background.
 launch() {
-	local host=$1 mode=$2 mac my_port peer_port extra=()
+	local host=$1 mode=$2 mac my_port peer_port extra=() modroot modarg=''
 	if [ "$host" = a ]; then
 		my_port=$port_a peer_port=$port_b mac=52:54:00:77:00:0a
 	else
@@ -304,6 +363,10 @@ launch() {
 	if port_busy "$my_port"; then
 		die "UDP port $my_port is in use (another test bed? set VISOCK_VM_INSTANCE)"
 	fi
+	# A kernel whose modules are not in /lib/modules: guest.sh links
+	# its module tree there (the guest sees the host's / read-only).
+	modroot=$(module_root "$kver")
+	[ -z "$modroot" ] || modarg=" visock.modules=$modroot/lib/modules/$kver"
 	: >"$state/$host.serial.log"
 	rm -f "$state/$host.pid" "$state/$host.shell.sock"
 	if [ "$mode" = persist ]; then
@@ -313,14 +376,14 @@ launch() {
 	fi
 	qemu-system-x86_64 \
 		-name "$(vm_name "$host")" \
-		-accel "$accel" -cpu "$cpu" -smp 1 -m "$mem" \
+		-accel "$accel" -cpu "$cpu" -smp 1 -m "${mem:-$(vm_mem "$kver")}" \
 		-nodefaults -no-user-config -display none -monitor none -no-reboot \
 		-serial "file:$state/$host.serial.log" "${extra[@]}" \
-		-kernel "/boot/vmlinuz-$kver" \
+		-kernel "$(kernel_image "$kver")" \
 		-initrd "$cache_root/$kver/initrd.img" \
 		-append "console=ttyS0 quiet panic=-1 panic_on_warn=0 \
 visock.init=$here/guest.sh visock.host=$host visock.mode=$mode \
-visock.src=$repo visock.results=$results" \
+visock.src=$repo visock.results=$results$modarg$(vm_append "$kver")" \
 		-fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap" \
 		-device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot \
 		-fsdev "local,id=fssrc,path=$repo,security_model=none,readonly=on,multidevs=remap" \
@@ -499,7 +562,7 @@ parse_bed_args() { # sets series, timeout, job (array)
 }
 
 check_paths() {
-	[[ "$repo$results$here" != *[[:space:]]* ]] ||
+	[[ "$repo$results$here$(module_root "$kver")" != *[[:space:]]* ]] ||
 		die "the repository and results paths must not contain white space"
 }
 
