@@ -144,6 +144,33 @@ static void visock_sk_destruct(struct sock *sk)
 
 static void visock_accept_work(struct work_struct *work);
 
+/*
+ * Inet visock socks (IPPROTO_VISOCK, and their accepted children) would
+ * share TCP's lockdep classes, and visock takes its internal TCP
+ * socket's lock inside its own: classes of their own tell lockdep that
+ * this nesting is the documented lock order, not a recursion.
+ */
+static struct lock_class_key visock_slock_keys[2];
+static struct lock_class_key visock_sk_lock_keys[2];
+
+static void visock_sk_lock_class(struct sock *sk)
+{
+	switch (sk->sk_family) {
+	case AF_INET:
+		sock_lock_init_class_and_name(sk, "slock-AF_INET-VISOCK",
+					      &visock_slock_keys[0],
+					      "sk_lock-AF_INET-VISOCK",
+					      &visock_sk_lock_keys[0]);
+		break;
+	case AF_INET6:
+		sock_lock_init_class_and_name(sk, "slock-AF_INET6-VISOCK",
+					      &visock_slock_keys[1],
+					      "sk_lock-AF_INET6-VISOCK",
+					      &visock_sk_lock_keys[1]);
+		break;
+	}
+}
+
 /**
  * visock_sk_init() - initialise the visock part of a new sock
  * @sk: sock just allocated from a visock struct proto, after
@@ -160,6 +187,8 @@ static void visock_accept_work(struct work_struct *work);
 void visock_sk_init(struct sock *sk, int family)
 {
 	struct visock_sock *vsk = visock_sk(sk);
+
+	visock_sk_lock_class(sk);
 
 	vsk->family_destruct = sk->sk_destruct;
 	sk->sk_destruct = visock_sk_destruct;
