@@ -36,6 +36,13 @@
 #define VISOCK_ACK_TIMEOUT_MAX		24	/* 68.7 s */
 /* Receive ring size without SO_RCVBUF: net.visock.rbuf_default. */
 #define VISOCK_RBUF_DEFAULT		(64 * 1024)
+/* Link groups: net.visock.lgr_* defaults. */
+#define VISOCK_LGR_MAX_LINKS_DEFAULT	2
+#define VISOCK_LGR_LINK_CONNS_DEFAULT	512
+#define VISOCK_LGR_IDLE_MS_DEFAULT	10000
+#define VISOCK_LGR_MEM_MAX_MB_DEFAULT	256
+/* Largest number of connections one QP can take (token index bits). */
+#define VISOCK_LGR_CONNS_MAX		VISOCK_TOKEN_IDX_MASK
 
 /**
  * struct visock_stats - per-CPU counters of a namespace
@@ -88,12 +95,17 @@ struct visock_totals {
  * @qps: queue pairs (links)
  * @links_up: links in state up
  * @reg_bytes: memory registered for those links
+ * @lgr_conns: connections attached to them
+ * @lgr_stale: receives dropped for unknown or stale tokens (a counter,
+ *	summed over the QPs that exist)
  */
 struct visock_gauges {
 	u64 sockets;
 	u64 qps;
 	u64 links_up;
 	u64 reg_bytes;
+	u64 lgr_conns;
+	u64 lgr_stale;
 };
 
 /**
@@ -116,6 +128,18 @@ struct visock_gauges {
  * @pol_lock: serialises changes of @policy (visock_policy.c)
  * @policy: destination policy rules; read under RCU, replaced under
  *	@pol_lock
+ * @lgr_max_links: net.visock.lgr_max_links, QPs per link group
+ * @lgr_link_conns: net.visock.lgr_link_conns, connections per QP
+ * @lgr_idle_ms: net.visock.lgr_idle_ms, idle time before a QP goes
+ * @lgr_mem_max_mb: net.visock.lgr_mem_max_mb, ring memory limit
+ * @lgr_lock: the QP list and each QP's attachment count (visock_link.c)
+ * @qps: QPs of this namespace (struct visock_qp.net_node)
+ * @lgr_wq: woken when a QP finished setting up (or failed)
+ * @lgr_mem: bytes of rings of all QPs
+ * @lgr_qps_created: QPs created
+ * @lgr_qps_destroyed: QPs destroyed
+ * @lgr_reused: connections that joined an existing QP
+ * @lgr_waits: connections that waited for a QP being set up
  */
 struct visock_net {
 	int enable;
@@ -138,6 +162,19 @@ struct visock_net {
 	/* Serialises changes of policy; process context (netlink) only */
 	struct mutex pol_lock;
 	struct visock_pol_table __rcu *policy;
+	int lgr_max_links;
+	int lgr_link_conns;
+	int lgr_idle_ms;
+	int lgr_mem_max_mb;
+	/* Protects qps and the QPs' attachment counts; process context */
+	struct mutex lgr_lock;
+	struct list_head qps;
+	wait_queue_head_t lgr_wq;
+	atomic64_t lgr_mem;
+	atomic64_t lgr_qps_created;
+	atomic64_t lgr_qps_destroyed;
+	atomic64_t lgr_reused;
+	atomic64_t lgr_waits;
 };
 
 /* Count @n in field @f of the namespace counters of socket @sk. */
@@ -183,6 +220,9 @@ struct visock_net {
  *	lock_sock() by the handshake once @link is connected, before the
  *	peer may write; freed with @link by visock_rdma_destroy_link().
  *	Constant while the connection is in VISOCK_MODE_RDMA.
+ * @lgr_wait: entry in visock_net.lgr_wq while the client waits for a
+ *	QP of its link group to come up (VISOCK_F_LGR_WAIT; holds a
+ *	socket reference)
  * @local_token: token we chose; @peer_token: token the peer chose
  * @peer_qpn: the peer's QP number; @peer_rbuf_size: its ring size
  * @saved_data_ready: @tcp's callbacks before visock took them over,
@@ -227,6 +267,7 @@ struct visock_sock {
 	struct visock_sock *listener;
 	struct visock_link *link;
 	struct visock_dp *dp;
+	struct wait_queue_entry lgr_wait;
 	u32 local_token;
 	u32 peer_token;
 	u32 peer_qpn;
@@ -256,6 +297,7 @@ enum {
 	VISOCK_F_POLICY_TCP,	/* destination policy: no option, plain TCP */
 	/* Fell back after handshake messages: tcp_app_seq is valid */
 	VISOCK_F_APP_SEQ,
+	VISOCK_F_LGR_WAIT,	/* on the namespace's lgr_wq (@lgr_wait) */
 };
 
 /*
@@ -321,6 +363,7 @@ void visock_listen_kick(struct visock_sock *vsk);
 void visock_child_settled(struct visock_sock *child);
 void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state);
 void visock_rdma_tcp_event(struct visock_sock *vsk);
+bool visock_rdma_ended(struct visock_sock *vsk);
 
 /* visock_tcp.c */
 int visock_tcp_create(struct visock_sock *vsk, struct net *net);

@@ -10,9 +10,10 @@
  * unless a function says otherwise.
  *
  * Credits.  Every RDMA WRITE WITH IMMEDIATE and every cursor message
- * consumes one receive request of the peer.  Each side starts with
- * VISOCK_LINK_RQ_DEPTH credits (the peer posts that many before it sends
- * REP or CONFIRM) and gets them back as the peer reposts: every message
+ * consumes one receive request of the peer's shared QP.  Each connection
+ * starts with VISOCK_LINK_RQ_DEPTH credits (the peer's QP has that many
+ * receive requests posted for it before REP or CONFIRM; the QP reposts
+ * each at once) and gets them back as the peer's connection handles them: every message
  * we send - data or cursor message - returns all credits we owe.  Data
  * leaves VISOCK_DP_CREDIT_RESERVE credits for cursor messages, and the
  * last credit is only used by a cursor message that returns credits (or
@@ -36,9 +37,9 @@
 #include "visock_trace.h"
 
 /*
- * The link died (device removed).  Called by visock_link.c in process
- * context under the link's mutex; the QP was drained already, so every
- * outstanding request has completed (in error).
+ * The shared QP died (device removed, stuck peer).  Called by
+ * visock_link.c in process context under the QP's mutex; the QP was
+ * drained already, so every outstanding request has completed (in error).
  */
 static void visock_rdma_link_dead(void *ctx)
 {
@@ -55,8 +56,9 @@ static void visock_rdma_link_dead(void *ctx)
  * visock_rdma_prepare() - make a connected link ready to carry the stream
  * @vsk: socket whose @link was just connected
  *
- * Allocates the data path state, posts every receive request and asks to
- * be told when the link dies.  Must run before REP (server) or CONFIRM
+ * Allocates the data path state, has the shared QP deliver the
+ * connection's receive completions (and post receive requests for its
+ * credits) and asks to be told when the QP dies.  Must run before REP (server) or CONFIRM
  * (client) is sent: the peer may write as soon as it has it.
  *
  * Context: process context, under lock_sock(@vsk).
@@ -67,21 +69,14 @@ int visock_rdma_prepare(struct visock_sock *vsk)
 {
 	struct visock_link *l = vsk->link;
 	struct visock_dp *dp;
-	unsigned int i;
-	int err = 0;
+	int err;
 
 	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
 	if (!dp)
 		return -ENOMEM;
-	dp->slots = kcalloc(VISOCK_LINK_RQ_DEPTH, sizeof(*dp->slots),
-			    GFP_KERNEL);
-	if (!dp->slots) {
-		kfree(dp);
-		return -ENOMEM;
-	}
 	spin_lock_init(&dp->lock);
 	init_waitqueue_head(&dp->close_wq);
-	INIT_WORK(&dp->close_work, visock_tx_close_work);
+	INIT_DELAYED_WORK(&dp->close_work, visock_tx_close_work);
 	INIT_DELAYED_WORK(&dp->fin_work, visock_rdma_fin_work);
 	INIT_DELAYED_WORK(&dp->fo_work, visock_fo_work);
 	dp->vsk = vsk;
@@ -97,22 +92,16 @@ int visock_rdma_prepare(struct visock_sock *vsk)
 	dp->sq_free = VISOCK_LINK_SQ_DEPTH;
 	dp->tx_cqe.done = visock_tx_done;
 	dp->ctrl_cqe.done = visock_tx_ctrl_done;
-	for (i = 0; i < VISOCK_LINK_RQ_DEPTH; i++) {
-		dp->slots[i].cqe.done = visock_rx_done;
-		dp->slots[i].dp = dp;
-		dp->slots[i].idx = i;
-	}
 	/* Freed by visock_rdma_destroy_link() from now on. */
 	vsk->dp = dp;
 
-	spin_lock_bh(&dp->lock);
-	for (i = 0; i < VISOCK_LINK_RQ_DEPTH && !err; i++)
-		err = visock_link_post_recv(l, i, &dp->slots[i].cqe);
-	if (err)
+	err = visock_link_set_rx(l, visock_rx_event, dp);
+	if (err) {
+		spin_lock_bh(&dp->lock);
 		dp->state = VISOCK_DP_STOPPED;
-	spin_unlock_bh(&dp->lock);
-	if (err)
+		spin_unlock_bh(&dp->lock);
 		return err;
+	}
 	return visock_link_set_dead_cb(l, visock_rdma_link_dead, dp);
 }
 
@@ -120,9 +109,9 @@ int visock_rdma_prepare(struct visock_sock *vsk)
  * visock_rdma_destroy_link() - destroy the link and the data path state
  * @vsk: socket; its @link and @dp may be NULL
  *
- * Completions that the drain of the QP produces are ignored; once the
- * link is destroyed no completion handler can run any more, and the
- * state is freed.
+ * Completions that still arrive are ignored; once the link is destroyed
+ * no completion handler of the connection runs or will run (see
+ * visock_link_destroy()), and the state is freed.
  *
  * Context: process context, may sleep; no spinlock held.  Not
  * concurrently with any other data path call of @vsk.
@@ -164,10 +153,24 @@ void visock_rdma_destroy_link(struct visock_sock *vsk)
 	}
 	visock_link_destroy(vsk->link);
 	vsk->link = NULL;
-	if (!dp)
-		return;
-	kfree(dp->slots);
 	kfree(dp);
+}
+
+/**
+ * visock_rdma_ended() - did the RDMA data path of the connection end?
+ * @vsk: socket
+ *
+ * Context: TCP's callbacks, under the internal socket's sk_callback_lock
+ * held for reading (which keeps @vsk->dp).
+ * Return: true if the connection is in RDMA mode and its data path failed
+ * (its error was set for the application then).
+ */
+bool visock_rdma_ended(struct visock_sock *vsk)
+{
+	struct visock_dp *dp = vsk->dp;
+
+	return READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA && dp &&
+	       READ_ONCE(dp->state) == VISOCK_DP_DEAD;
 }
 
 /**
@@ -276,6 +279,13 @@ void visock_dp_wake(struct visock_dp *dp, unsigned int wake)
 		sk->sk_state_change(sk);
 	if (wq_has_sleeper(&dp->close_wq))
 		wake_up(&dp->close_wq);
+	/* A background close looks again at anything that changed. */
+	if (READ_ONCE(dp->close_armed)) {
+		spin_lock_bh(&dp->lock);
+		if (dp->close_armed)
+			mod_delayed_work(visock_wq, &dp->close_work, 0);
+		spin_unlock_bh(&dp->lock);
+	}
 }
 
 static u32 visock_dp_unsent(const struct visock_dp *dp)
@@ -326,7 +336,6 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	if (dp->abort)
 		m.flags |= VISOCK_CDC_F_ABORT;
 	if (WARN_ON_ONCE(visock_cdc_encode(&m, visock_link_ctrl_slot(dp->link,
-								     true,
 								     slot),
 					   VISOCK_LINK_CTRL_SLOT) < 0))
 		return;
@@ -361,7 +370,7 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 /**
  * visock_cdc_recv_locked() - handle a received cursor message
  * @dp: data path state
- * @idx: receive slot it arrived in
+ * @buf: the message
  * @len: its length
  * @wake: wake-ups to deliver after dropping the lock
  *
@@ -373,15 +382,13 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
  *
  * Context: completion handler (softirq), under @dp->lock.
  */
-void visock_cdc_recv_locked(struct visock_dp *dp, unsigned int idx,
-			    u32 len, unsigned int *wake)
+void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
+			    unsigned int *wake)
 {
 	struct visock_cdc m;
 	s64 adv;
 
-	visock_link_ctrl_sync_rx(dp->link, idx);
-	if (visock_cdc_decode(visock_link_ctrl_slot(dp->link, false, idx),
-			      len, &m) || m.token != dp->local_token)
+	if (visock_cdc_decode(buf, len, &m) || m.token != dp->local_token)
 		goto bad;
 	if (!visock_cdc_seq_after(m.seq, dp->rx_seq))
 		return;
@@ -411,6 +418,9 @@ void visock_cdc_recv_locked(struct visock_dp *dp, unsigned int idx,
 		dp->peer_done = true;
 		*wake |= VISOCK_WAKE_READ | VISOCK_WAKE_STATE;
 	}
+	/* The peer writes nothing more: our ring may be reused later. */
+	if (m.flags & (VISOCK_CDC_F_CLOSED | VISOCK_CDC_F_ABORT))
+		visock_link_peer_quiet(dp->link);
 	if (m.flags & VISOCK_CDC_F_CLOSED) {
 		WRITE_ONCE(dp->peer_closed, true);
 		*wake |= VISOCK_WAKE_WRITE | VISOCK_WAKE_CLOSE;

@@ -118,31 +118,86 @@ bool visock_cdc_seq_after(u32 seq, u32 last)
 
 /**
  * visock_imm_encode() - immediate data of a data transfer
+ * @idx: connection index on the receiver's QP, 1 .. VISOCK_TOKEN_IDX_MASK
  * @bytes: bytes the transfer appends, 1 .. VISOCK_IMM_LEN_MAX
  * @credits: credits returned, 0 .. VISOCK_IMM_CREDITS_MAX
  * @imm: the immediate data, host order
  *
  * Return: 0, or -EINVAL if a value does not fit.
  */
-int visock_imm_encode(u32 bytes, u32 credits, u32 *imm)
+int visock_imm_encode(u32 idx, u32 bytes, u32 credits, u32 *imm)
 {
-	if (!bytes || bytes > VISOCK_IMM_LEN_MAX ||
-	    credits > VISOCK_IMM_CREDITS_MAX)
+	if (!idx || idx > VISOCK_TOKEN_IDX_MASK || !bytes ||
+	    bytes > VISOCK_IMM_LEN_MAX || credits > VISOCK_IMM_CREDITS_MAX)
 		return -EINVAL;
-	*imm = credits << VISOCK_IMM_LEN_BITS | bytes;
+	*imm = idx << 20 | credits << 16 | (bytes - 1);
 	return 0;
 }
 
 /**
  * visock_imm_decode() - split received immediate data
  * @imm: immediate data, host order
- * @bytes: bytes appended (0 means a malformed transfer)
+ * @idx: connection index on our QP
+ * @bytes: bytes appended, 1 .. VISOCK_IMM_LEN_MAX
  * @credits: credits returned
  */
-void visock_imm_decode(u32 imm, u32 *bytes, u32 *credits)
+void visock_imm_decode(u32 imm, u32 *idx, u32 *bytes, u32 *credits)
 {
-	*bytes = imm & VISOCK_IMM_LEN_MAX;
-	*credits = imm >> VISOCK_IMM_LEN_BITS;
+	*idx = imm >> 20;
+	*credits = (imm >> 16) & VISOCK_IMM_CREDITS_MAX;
+	*bytes = (imm & 0xffff) + 1;
+}
+
+/**
+ * visock_link_msg_encode() - build a link message
+ * @code: VISOCK_LINK_MSG_* code
+ * @buf: at least VISOCK_CDC_LEN bytes
+ * @buflen: size of @buf
+ *
+ * Return: VISOCK_CDC_LEN, or -ENOSPC if @buf is too small.
+ */
+int visock_link_msg_encode(u8 code, u8 *buf, unsigned int buflen)
+{
+	if (buflen < VISOCK_CDC_LEN)
+		return -ENOSPC;
+	memset(buf, 0, VISOCK_CDC_LEN);
+	buf[0] = VISOCK_LINK_MSG_TYPE;
+	buf[1] = VISOCK_CDC_VERSION;
+	buf[2] = code;
+	return VISOCK_CDC_LEN;
+}
+
+/**
+ * visock_ctl_peek() - classify a SEND received on a shared QP
+ * @buf: the received bytes
+ * @len: their number
+ * @type: VISOCK_CDC_TYPE or VISOCK_LINK_MSG_TYPE
+ * @val: the token of a cursor message, the code of a link message
+ *
+ * Only looks at what the dispatch needs; a cursor message is validated
+ * in full by visock_cdc_decode() afterwards.
+ *
+ * Return: 0, or -EBADMSG for anything else (wrong length, type, version,
+ * a link message with a token or reserved bytes set).
+ */
+int visock_ctl_peek(const u8 *buf, unsigned int len, u8 *type, u32 *val)
+{
+	unsigned int i;
+
+	if (len != VISOCK_CDC_LEN || buf[1] != VISOCK_CDC_VERSION)
+		return -EBADMSG;
+	*type = buf[0];
+	if (buf[0] == VISOCK_CDC_TYPE) {
+		*val = visock_get_be32(buf + 4);
+		return 0;
+	}
+	if (buf[0] != VISOCK_LINK_MSG_TYPE || !buf[2])
+		return -EBADMSG;
+	for (i = 3; i < VISOCK_CDC_LEN; i++)
+		if (buf[i])
+			return -EBADMSG;
+	*val = buf[2];
+	return 0;
 }
 
 /**

@@ -385,18 +385,8 @@ static const struct sock_diag_handler visock_diag_handler = {
 static int visock_diag_gauge_one(struct visock_sock *vsk, void *arg)
 {
 	struct visock_gauges *g = arg;
-	struct visock_diag_link d;
 
 	g->sockets++;
-	if (!vsk->link)
-		return 0;
-	visock_link_diag(vsk->link, &d);
-	if (d.vdl_state == VISOCK_LINK_STATE_INIT ||
-	    d.vdl_state == VISOCK_LINK_STATE_UP)
-		g->qps++;
-	if (d.vdl_state == VISOCK_LINK_STATE_UP)
-		g->links_up++;
-	g->reg_bytes += d.vdl_reg_bytes;
 	return 0;
 }
 
@@ -405,7 +395,8 @@ static int visock_diag_gauge_one(struct visock_sock *vsk, void *arg)
  * @net: the namespace
  * @g: filled in
  *
- * Looks at every socket of @net under its lock_sock().
+ * Counts the sockets of @net (each under its lock_sock()) and adds the
+ * link groups' QPs, connections and registered memory.
  *
  * Context: process context, no socket lock held.
  */
@@ -415,6 +406,7 @@ void visock_diag_gauges(struct net *net, struct visock_gauges *g)
 
 	memset(g, 0, sizeof(*g));
 	visock_diag_walk(net, &after, visock_diag_gauge_one, g);
+	visock_lgr_gauges(net, g);
 }
 
 /**

@@ -100,6 +100,8 @@ void visock_dp_link_failed_locked(struct visock_dp *dp, const char *why,
 	}
 	net_info_ratelimited("visock: QP %u: %s (%d): continuing over TCP\n",
 			     visock_link_qpn(dp->link), why, detail);
+	/* Whatever broke this connection's path, no new one joins the QP. */
+	visock_link_suspect(dp->link);
 	dp->state = VISOCK_DP_FAILOVER;
 	dp->fo_deadline = jiffies + VISOCK_FO_TIMEOUT;
 	dp->failovers = 1;

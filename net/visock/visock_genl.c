@@ -71,6 +71,7 @@ static unsigned int visock_genl_ns_devices(struct net *net);
 static int visock_genl_put_stats(struct sk_buff *skb, struct net *net)
 {
 	unsigned int ns_devices = visock_genl_ns_devices(net);
+	struct visock_net *vn = visock_net(net);
 	struct visock_gauges g;
 	struct visock_totals t;
 	struct nlattr *nest, *fb;
@@ -112,6 +113,12 @@ static int visock_genl_put_stats(struct sk_buff *skb, struct net *net)
 	PUT(RDMA_DEVICES, visock_ib_device_count());
 	PUT(NS_DEVICES, ns_devices);
 	PUT(LINKS_UP, g.links_up);
+	PUT(LGR_CONNS, g.lgr_conns);
+	PUT(LGR_QPS_CREATED, atomic64_read(&vn->lgr_qps_created));
+	PUT(LGR_QPS_DESTROYED, atomic64_read(&vn->lgr_qps_destroyed));
+	PUT(LGR_REUSED, atomic64_read(&vn->lgr_reused));
+	PUT(LGR_WAITS, atomic64_read(&vn->lgr_waits));
+	PUT(LGR_STALE, g.lgr_stale);
 #undef PUT
 	/* One u64 per reason, the reason as type; type 0 is padding. */
 	fb = nla_nest_start(skb, VISOCK_STATS_A_FALLBACK);

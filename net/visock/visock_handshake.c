@@ -14,6 +14,13 @@
  *   RTS, registers its ring                     |
  *     | ---- CONFIRM (token) -----------------> |
  *
+ * QPs are shared (visock_link.c): if the client has a QP to the peer
+ * that is up and has room, its REQ names the server's end of it (LINK
+ * TLV) and only a token and a ring are agreed; no QP changes state.  A
+ * client whose link group is at its QP limit with QPs still being set up
+ * waits for them (on visock_net.lgr_wq, without holding a worker) up to
+ * half the handshake timeout before it declines.
+ *
  * Either side may answer with DECLINE (and a reason) instead; both then
  * keep using TCP.  Each side knows exactly how many messages it will
  * receive, so after any complete message the stream is in sync and a
@@ -78,6 +85,7 @@ static const u8 visock_hs_magic[4] = {
 };
 
 static void visock_hs_work(struct work_struct *work);
+static void visock_hs_lgr_unwait(struct visock_sock *vsk);
 
 /**
  * visock_hs_init() - initialise the handshake part of a new socket
@@ -135,6 +143,7 @@ void visock_hs_kick(struct visock_sock *vsk)
  */
 void visock_hs_cancel(struct visock_sock *vsk)
 {
+	visock_hs_lgr_unwait(vsk);
 	if (cancel_delayed_work_sync(&vsk->hs_work))
 		sock_put(&vsk->sk);
 }
@@ -215,6 +224,7 @@ static void visock_hs_success(struct visock_sock *vsk)
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
 	WRITE_ONCE(vsk->mode, VISOCK_MODE_RDMA);
 	set_bit(VISOCK_F_SETTLED, &vsk->flags);
+	visock_link_confirmed(vsk->link);
 	visock_link_diag(vsk->link, &d);
 	d.vdl_peer_qpn = vsk->peer_qpn;
 	visock_genl_notify_sock(vsk, VISOCK_EVENT_LINK_UP, 0, &d);
@@ -336,6 +346,8 @@ static u8 visock_hs_peer_reason(u32 reason)
 		return VISOCK_FB_PEER_NO_DEVICE;
 	case VISOCK_FB_VERSION:
 		return VISOCK_FB_VERSION;
+	case VISOCK_FB_LINK_GONE:
+		return VISOCK_FB_LINK_GONE;
 	default:
 		return VISOCK_FB_PEER_DECLINE;
 	}
@@ -348,6 +360,13 @@ static u8 visock_hs_link_reason(int err)
 		return VISOCK_FB_NO_DEVICE;
 	case -ENOMEM:
 		return VISOCK_FB_NOMEM;
+	case -ENOBUFS:
+		return VISOCK_FB_BUF_EXHAUSTED;
+	case -EBUSY:
+	case -EINPROGRESS:
+		return VISOCK_FB_LINK_BUSY;
+	case -ENOLINK:
+		return VISOCK_FB_LINK_GONE;
 	default:
 		return VISOCK_FB_QP_SETUP;
 	}
@@ -361,35 +380,82 @@ static int visock_hs_local_addr(struct visock_sock *vsk,
 	return len < 0 ? len : 0;
 }
 
-/* Create our end of the link and describe it in @m. */
-static int visock_hs_make_link(struct visock_sock *vsk,
-			       struct visock_hs_msg *m, u8 type)
+/* Woken when a QP of the namespace finished setting up: look again. */
+static int visock_hs_lgr_woken(struct wait_queue_entry *wait,
+			       unsigned int mode, int flags, void *key)
 {
-	struct sockaddr_storage local;
-	struct net *net;
-	int err;
+	struct visock_sock *vsk = container_of(wait, struct visock_sock,
+					       lgr_wait);
+
+	list_del_init(&wait->entry);
+	if (test_and_clear_bit(VISOCK_F_LGR_WAIT, &vsk->flags)) {
+		visock_hs_kick(vsk);
+		/* The kick holds its own reference. */
+		sock_put(&vsk->sk);
+	}
+	return 0;
+}
+
+static void visock_hs_lgr_wait(struct visock_sock *vsk)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	init_waitqueue_func_entry(&vsk->lgr_wait, visock_hs_lgr_woken);
+	sock_hold(&vsk->sk);
+	set_bit(VISOCK_F_LGR_WAIT, &vsk->flags);
+	add_wait_queue(&vn->lgr_wq, &vsk->lgr_wait);
+}
+
+/* Stop waiting for a QP, if we still do. */
+static void visock_hs_lgr_unwait(struct visock_sock *vsk)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+	unsigned long fl;
+	bool put;
+
+	spin_lock_irqsave(&vn->lgr_wq.lock, fl);
+	put = test_and_clear_bit(VISOCK_F_LGR_WAIT, &vsk->flags);
+	if (put)
+		list_del_init(&vsk->lgr_wait.entry);
+	spin_unlock_irqrestore(&vn->lgr_wq.lock, fl);
+	if (put)
+		sock_put(&vsk->sk);
+}
+
+/*
+ * Join or create our end of the link and describe it in @m.
+ * Return: 0, -EINPROGRESS (client: wait for a QP being set up, see
+ * visock_link_create()) or a negative errno.
+ */
+static int visock_hs_make_link(struct visock_sock *vsk,
+			       struct visock_hs_msg *m, u8 type,
+			       const struct visock_hs_msg *req)
+{
+	struct sockaddr_storage local, peer;
+	struct visock_link_params p = {};
+	int err, len;
 
 	err = visock_hs_local_addr(vsk, &local);
 	if (err)
 		return err;
-	net = sock_net(&vsk->sk);
-	err = visock_link_create(net, (struct sockaddr *)&local,
-				 visock_hs_ring_size(vsk),
-				 READ_ONCE(visock_net(net)->ack_timeout),
-				 &vsk->link);
+	len = kernel_getpeername(vsk->tcp, (struct sockaddr *)&peer);
+	if (len < 0)
+		return len;
+	p.net = sock_net(&vsk->sk);
+	p.local = (struct sockaddr *)&local;
+	p.peer = (struct sockaddr *)&peer;
+	p.rbuf_size = visock_hs_ring_size(vsk);
+	p.ack_timeout = READ_ONCE(visock_net(p.net)->ack_timeout);
+	p.req = req;
+	err = visock_link_create(&p, &vsk->link);
 	if (err)
 		return err;
 
-	vsk->local_token = get_random_u32() | 1;
+	vsk->local_token = visock_link_token(vsk->link);
 	memset(m, 0, sizeof(*m));
 	m->type = type;
-	m->present = VISOCK_HSF(VISOCK_TLV_FEATURES) |
-		     VISOCK_HSF(VISOCK_TLV_TOKEN) |
-		     VISOCK_HSF(VISOCK_TLV_LINK);
+	m->present = VISOCK_HSF(VISOCK_TLV_FEATURES);
 	m->features = 0;
-	m->token = vsk->local_token;
-	m->lgr_id = 0;
-	m->link_id = visock_link_qpn(vsk->link);
 	visock_link_local_params(vsk->link, m);
 	return 0;
 }
@@ -409,7 +475,22 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 	struct visock_hs_msg m;
 	int err;
 
-	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REQ);
+	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REQ, NULL);
+	if (err == -EINPROGRESS &&
+	    time_before(jiffies, vsk->hs_deadline - visock_hs_timeout(vsk) / 2)) {
+		/* Every QP we may have is being set up: wait for one. */
+		if (!test_bit(VISOCK_F_LGR_WAIT, &vsk->flags)) {
+			atomic64_inc(&visock_net(sock_net(&vsk->sk))->lgr_waits);
+			visock_hs_lgr_wait(vsk);
+			/* Look once more: one may have come up meanwhile. */
+			err = visock_hs_make_link(vsk, &m, VISOCK_HS_REQ, NULL);
+			if (err == -EINPROGRESS)
+				return;
+		} else {
+			return;
+		}
+	}
+	visock_hs_lgr_unwait(vsk);
 	if (err) {
 		/* The server waits for our first message: tell it. */
 		visock_hs_decline_fallback(vsk, visock_hs_link_reason(err));
@@ -432,6 +513,10 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 	int err;
 
 	if (rep->type == VISOCK_HS_DECLINE) {
+		/* The server no longer has the QP we named: none of ours. */
+		if (rep->reason == VISOCK_FB_LINK_GONE && vsk->link &&
+		    visock_link_reused(vsk->link))
+			visock_link_peer_forgot(vsk->link);
 		visock_hs_fallback(vsk, visock_hs_peer_reason(rep->reason));
 		return;
 	}
@@ -477,7 +562,7 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 		return;
 	}
 	visock_hs_note_peer(vsk, req);
-	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REP);
+	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REP, req);
 	if (!err)
 		err = visock_link_connect(vsk->link, req);
 	/* The client may write as soon as it has REP. */
@@ -516,7 +601,9 @@ static void visock_hs_step(struct visock_sock *vsk)
 
 	if (vsk->hs_state == VISOCK_HS_CLI_START) {
 		visock_hs_cli_start(vsk);
-		if (vsk->hs_state == VISOCK_HS_DONE)
+		/* Still in CLI_START: waiting for a QP to come up. */
+		if (vsk->hs_state == VISOCK_HS_DONE ||
+		    vsk->hs_state == VISOCK_HS_CLI_START)
 			return;
 	}
 
@@ -585,7 +672,13 @@ static void visock_hs_work(struct work_struct *work)
 		if (vsk->hs_state == VISOCK_HS_DONE) {
 			settled = true;
 		} else {
-			long left = (long)(vsk->hs_deadline - jiffies);
+			unsigned long dl = vsk->hs_deadline;
+			long left;
+
+			/* A client waiting for a QP stops halfway. */
+			if (vsk->hs_state == VISOCK_HS_CLI_START)
+				dl -= visock_hs_timeout(vsk) / 2;
+			left = (long)(dl - jiffies);
 
 			/* Run again at the deadline, or earlier on data. */
 			visock_hs_queue(vsk, left > 0 ? left : 0, false);

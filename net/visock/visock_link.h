@@ -24,12 +24,13 @@ struct net_device;
 struct visock_link;
 
 /*
- * Work requests the data path may have outstanding per queue (the QP has
- * one more slot in each for ib_drain_qp()), and the size of one cursor
- * message slot.
+ * Per connection: send work requests it may have outstanding on the
+ * shared QP, receive credits it may use of the peer's QP, the size of one
+ * cursor message slot.  A QP is sized for VISOCK_LINK_SQ_DEPTH and
+ * VISOCK_LINK_RQ_DEPTH times the connections it takes, plus a few.
  */
-#define VISOCK_LINK_SQ_DEPTH	64
-#define VISOCK_LINK_RQ_DEPTH	64
+#define VISOCK_LINK_SQ_DEPTH	16
+#define VISOCK_LINK_RQ_DEPTH	16
 #define VISOCK_LINK_CTRL_SLOT	32
 
 /**
@@ -55,56 +56,90 @@ struct visock_ibdev {
 };
 
 /**
- * struct visock_link_stats - snapshot of a link's counters
- * @wr_posted: work requests posted to the send queue
- * @wc_ok: completions with IB_WC_SUCCESS
- * @wc_err: completions with any other status (including flushes)
+ * struct visock_link_params - what a connection wants from a link group
+ * @net: namespace of the connection
+ * @local: local address of the internal TCP connection
+ * @peer: peer address of the internal TCP connection
+ * @rbuf_size: receive ring size, a power of two, VISOCK_RBUF_MIN ..
+ *	VISOCK_RBUF_MAX
+ * @ack_timeout: RC local ACK timeout of a new QP, IBTA encoding
+ * @req: server side: the client's REQ; NULL on the client side
  */
-struct visock_link_stats {
-	u64 wr_posted;
-	u64 wc_ok;
-	u64 wc_err;
+struct visock_link_params {
+	struct net *net;
+	const struct sockaddr *local;
+	const struct sockaddr *peer;
+	u32 rbuf_size;
+	u8 ack_timeout;
+	const struct visock_hs_msg *req;
 };
 
-int visock_link_create(struct net *net, const struct sockaddr *local,
-		       u32 rbuf_size, u8 ack_timeout,
+/* What a data path connection learns from a receive completion. */
+enum visock_rx_kind {
+	VISOCK_RX_DATA,		/* WRITE WITH IMMEDIATE: @imm */
+	VISOCK_RX_CTRL,		/* cursor message: @msg, @len */
+	VISOCK_RX_ERR,		/* the QP failed: @status */
+};
+
+/**
+ * struct visock_rx_ev - a receive completion for one connection
+ * @kind: enum visock_rx_kind
+ * @imm: immediate data, host order
+ * @msg: the cursor message, valid during the callback only
+ * @len: its length
+ * @status: work completion status of a failure
+ */
+struct visock_rx_ev {
+	u8 kind;
+	u32 imm;
+	const u8 *msg;
+	u32 len;
+	int status;
+};
+
+typedef void (*visock_link_rx_fn)(void *ctx, const struct visock_rx_ev *ev);
+
+int visock_link_create(const struct visock_link_params *p,
 		       struct visock_link **out);
 void visock_link_local_params(const struct visock_link *l,
 			      struct visock_hs_msg *m);
 int visock_link_connect(struct visock_link *l,
 			const struct visock_hs_msg *peer);
 void visock_link_destroy(struct visock_link *l);
+u32 visock_link_token(const struct visock_link *l);
+void visock_link_peer_forgot(struct visock_link *l);
+void visock_link_confirmed(struct visock_link *l);
+bool visock_link_reused(const struct visock_link *l);
 
+int visock_link_set_rx(struct visock_link *l, visock_link_rx_fn fn,
+		       void *ctx);
 int visock_link_set_dead_cb(struct visock_link *l,
 			    void (*dead_cb)(void *ctx), void *ctx);
 bool visock_link_is_dead(const struct visock_link *l);
+void visock_link_peer_quiet(struct visock_link *l);
+void visock_link_suspect(struct visock_link *l);
 
-int visock_link_post_send(struct visock_link *l, const struct ib_send_wr *wr);
-void visock_link_count_wc(struct visock_link *l, const struct ib_wc *wc);
-void visock_link_get_stats(const struct visock_link *l,
-			   struct visock_link_stats *st);
+void visock_link_wc_done(struct visock_link *l, const struct ib_wc *wc);
 
 u32 visock_link_qpn(const struct visock_link *l);
 void *visock_link_rbuf(const struct visock_link *l);
 void visock_link_rbuf_sync_for_cpu(struct visock_link *l, u32 off, u32 len);
 u32 visock_link_rbuf_size(const struct visock_link *l);
-u64 visock_link_peer_rbuf_addr(const struct visock_link *l);
-u32 visock_link_peer_rbuf_rkey(const struct visock_link *l);
 u32 visock_link_peer_rbuf_size(const struct visock_link *l);
 
 void *visock_link_sbuf(const struct visock_link *l);
-void *visock_link_ctrl_slot(const struct visock_link *l, bool tx,
-			    unsigned int idx);
-void visock_link_ctrl_sync_rx(struct visock_link *l, unsigned int idx);
-int visock_link_post_recv(struct visock_link *l, unsigned int idx,
-			  struct ib_cqe *cqe);
+void *visock_link_ctrl_slot(const struct visock_link *l, unsigned int idx);
 int visock_link_post_ctrl(struct visock_link *l, unsigned int idx, u32 len,
 			  struct ib_cqe *cqe);
 int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 			   __be32 imm, struct ib_cqe *cqe);
 
 struct visock_diag_link;
+struct visock_gauges;
 void visock_link_diag(struct visock_link *l, struct visock_diag_link *d);
+void visock_lgr_gauges(struct net *net, struct visock_gauges *g);
+void visock_lgr_net_init(struct net *net);
+void visock_lgr_net_exit(struct net *net);
 
 /* visock_link.c, for visock_ib.c */
 void visock_link_device_removed(struct visock_ibdev *vdev);

@@ -15,6 +15,7 @@
 #include <net/net_namespace.h>
 
 #include "visock.h"
+#include "visock_link.h"
 #include "visock_nf.h"
 
 unsigned int visock_net_id __read_mostly;
@@ -27,6 +28,7 @@ static int __net_init visock_net_init(struct net *net)
 
 	spin_lock_init(&vn->base_lock);
 	visock_diag_net_init(net);
+	visock_lgr_net_init(net);
 	vn->stats = alloc_percpu(struct visock_stats);
 	if (!vn->stats)
 		return -ENOMEM;
@@ -52,11 +54,14 @@ err_sysctl:
 	visock_sysctl_net_exit(net);
 err_stats:
 	free_percpu(vn->stats);
+	visock_lgr_net_exit(net);
 	return err;
 }
 
 static void __net_exit visock_net_exit(struct net *net)
 {
+	/* No visock socket is left: the QPs still there are idle. */
+	visock_lgr_net_exit(net);
 	visock_policy_net_exit(net);
 	visock_nf_net_exit(net);
 	visock_proc_net_exit(net);

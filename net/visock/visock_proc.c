@@ -29,6 +29,8 @@ static const char * const visock_fb_names[__VISOCK_FB_MAX] = {
 	[VISOCK_FB_SYNCOOKIE]		= "syncookie",
 	[VISOCK_FB_IO]			= "io",
 	[VISOCK_FB_POLICY]		= "policy",
+	[VISOCK_FB_LINK_BUSY]		= "link_busy",
+	[VISOCK_FB_LINK_GONE]		= "link_gone",
 };
 
 /**
@@ -129,6 +131,7 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 {
 	struct net *net = seq_file_single_net(seq);
 	struct visock_net *vn = visock_net(net);
+	struct visock_gauges g;
 	struct visock_totals t;
 	unsigned int i;
 
@@ -152,6 +155,22 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	for (i = 1; i < __VISOCK_FB_MAX; i++)
 		seq_printf(seq, "fallback_%s %llu\n", visock_fb_name(i),
 			   t.fallbacks[i]);
+	/* Link groups: gauges first, then counters. */
+	visock_diag_gauges(net, &g);
+	seq_printf(seq, "sockets %llu\n", g.sockets);
+	seq_printf(seq, "qps %llu\n", g.qps);
+	seq_printf(seq, "links_up %llu\n", g.links_up);
+	seq_printf(seq, "registered_bytes %llu\n", g.reg_bytes);
+	seq_printf(seq, "lgr_connections %llu\n", g.lgr_conns);
+	seq_printf(seq, "lgr_qps_created %lld\n",
+		   (long long)atomic64_read(&vn->lgr_qps_created));
+	seq_printf(seq, "lgr_qps_destroyed %lld\n",
+		   (long long)atomic64_read(&vn->lgr_qps_destroyed));
+	seq_printf(seq, "lgr_qp_reused %lld\n",
+		   (long long)atomic64_read(&vn->lgr_reused));
+	seq_printf(seq, "lgr_qp_waits %lld\n",
+		   (long long)atomic64_read(&vn->lgr_waits));
+	seq_printf(seq, "lgr_stale_dropped %llu\n", g.lgr_stale);
 	return 0;
 }
 

@@ -46,23 +46,12 @@ static inline bool visock_dp_alive(u8 state)
 }
 
 /**
- * struct visock_rx_slot - one receive request of the connection
- * @cqe: completion handler (visock_rx_done())
- * @dp: the connection
- * @idx: slot number, also the link's receive slot
- */
-struct visock_rx_slot {
-	struct ib_cqe cqe;
-	struct visock_dp *dp;
-	unsigned int idx;
-};
-
-/**
  * struct visock_dp - RDMA data path state of one connection
  * @lock: protects everything below that is not marked constant or
  *	atomic.  BH-safe spinlock: completion handlers take it in softirq.
- *	Taken inside lock_sock() of the visock socket and inside a link's
- *	mutex (dead_cb); the link's post_lock nests inside it.  Never held
+ *	Taken inside lock_sock() of the visock socket, inside a QP's mutex
+ *	(dead_cb) and inside its token table's lock (receive callback); the
+ *	QP's post_lock nests inside it.  Never held
  *	while sleeping or while calling a socket callback.
  * @vsk: the socket (constant)
  * @link: the link (constant; the socket's reference)
@@ -112,7 +101,12 @@ struct visock_rx_slot {
  * @tx_waits: times the writer found the peer's ring full
  * @close_wq: woken on completions and errors; visock_tx_close() waits
  *	here (the socket's own wait queue is gone once it is orphaned)
- * @close_work: finishes a graceful close in the background
+ * @close_work: finishes a graceful close in the background; runs when a
+ *	completion or the peer's flags may have finished it (kicked by
+ *	visock_dp_wake() while @close_armed) or at @close_deadline, and
+ *	never waits for the network itself, so that many closing
+ *	connections do not hold many workers
+ * @close_armed: @close_work may be kicked
  * @close_deadline: jiffies at which @close_work gives up and resets
  * @fin_work: runs VISOCK_DP_FIN_GRACE after the internal TCP connection
  *	closed; resets the connection if the peer's closed flag has not
@@ -129,7 +123,6 @@ struct visock_rx_slot {
  *	(@tx_written as a 64-bit position)
  * @fo_shut_sent: TCP's write side was shut down after the last byte
  * @failovers: 1 once the connection failed over (for VISOCK_INFO)
- * @slots: the receive requests (constant)
  * @tx_cqe: completion handler of RDMA WRITEs (visock_tx_done())
  * @ctrl_cqe: completion handler of cursor messages (visock_tx_ctrl_done())
  */
@@ -186,7 +179,8 @@ struct visock_dp {
 	u64 tx_waits;
 
 	wait_queue_head_t close_wq;
-	struct work_struct close_work;
+	struct delayed_work close_work;
+	bool close_armed;
 	unsigned long close_deadline;
 	struct delayed_work fin_work;
 
@@ -200,7 +194,6 @@ struct visock_dp {
 	bool fo_shut_sent;
 	u8 failovers;
 
-	struct visock_rx_slot *slots;
 	struct ib_cqe tx_cqe;
 	struct ib_cqe ctrl_cqe;
 };
@@ -222,8 +215,8 @@ void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
 			   const char *why, int detail, unsigned int *wake);
 void visock_dp_wake(struct visock_dp *dp, unsigned int wake);
 void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake);
-void visock_cdc_recv_locked(struct visock_dp *dp, unsigned int idx,
-			    u32 len, unsigned int *wake);
+void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
+			    unsigned int *wake);
 __poll_t visock_rdma_poll(struct visock_sock *vsk);
 int visock_rdma_ioctl(struct visock_sock *vsk, unsigned int cmd,
 		      unsigned long arg);
@@ -248,7 +241,7 @@ void visock_fo_work(struct work_struct *work);
 void visock_rdma_tcp_event(struct visock_sock *vsk);
 
 /* visock_rx.c */
-void visock_rx_done(struct ib_cq *cq, struct ib_wc *wc);
+void visock_rx_event(void *ctx, const struct visock_rx_ev *ev);
 int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 		      size_t len, int flags);
 u32 visock_rx_avail_locked(const struct visock_dp *dp);

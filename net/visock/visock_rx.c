@@ -5,9 +5,9 @@
  * The peer RDMA-writes the stream into our receive ring (the link's
  * rbuf) and tells us with the immediate data of its last WRITE how many
  * bytes it appended.  Every WRITE WITH IMMEDIATE and every cursor message
- * consumes one of the VISOCK_LINK_RQ_DEPTH receive requests posted by
- * visock_rdma_prepare(); visock_rx_done() handles the completion and
- * reposts the request at once, owing the peer one credit.
+ * consumes one receive request of the shared QP, which hands the
+ * completion to the connection it names (visock_rx_event()) and reposts
+ * the request; the connection owes the peer one credit.
  *
  * recvmsg() copies from the ring at the consumer cursor (@rx_cons),
  * wrapping at the end, and then, when visock_cons_update_due() says so,
@@ -18,16 +18,14 @@
  *
  * Lifetime
  * --------
- * The receive requests point at struct visock_rx_slot entries of the
- * connection's struct visock_dp.  The handler may run until the link's
- * QP is drained: visock_rdma_destroy_link() marks the state stopped (the
- * handler then neither reposts nor interprets anything, also not the
- * flushed requests of the drain), destroys the link, which drains the
- * QP, and only then frees the state.  A device removal drains the QP
- * too (every request completes as flushed: the connection fails with
- * ECONNRESET) before it calls our dead_cb, which does the same.  The
- * ring memory stays valid until the link is destroyed, so data already
- * received can be read after the link died.
+ * The QP calls visock_rx_event() under its token table's lock, from
+ * visock_rdma_prepare() on.  visock_rdma_destroy_link() marks the state
+ * stopped (the callback then interprets nothing) and destroys the link,
+ * which takes the connection out of the token table; only then is the
+ * state freed.  When the QP fails (flushes after an error or a device
+ * removal), every connection on it gets a VISOCK_RX_ERR event and fails
+ * over to TCP.  The ring memory stays valid until the link is destroyed,
+ * so data already received can be read after the QP died.
  *
  * Locking: see visock_tx.c.  The handler takes only struct
  * visock_dp.lock (and, inside it, the link's post_lock).  recvmsg() copies
@@ -78,9 +76,9 @@ static void visock_rx_data_locked(struct visock_dp *dp, u32 imm,
 				  unsigned int *wake)
 {
 	struct visock_cursor next = dp->rx_prod;
-	u32 bytes, credits;
+	u32 idx, bytes, credits;
 
-	visock_imm_decode(imm, &bytes, &credits);
+	visock_imm_decode(imm, &idx, &bytes, &credits);
 	if (!bytes || bytes > dp->rx_size)
 		goto bad;
 	visock_cursor_add(&next, dp->rx_size, bytes);
@@ -103,52 +101,41 @@ bad:
 }
 
 /**
- * visock_rx_done() - completion of a receive request
- * @cq: the link's completion queue
- * @wc: the completion
+ * visock_rx_event() - a receive completion for this connection
+ * @ctx: the connection's struct visock_dp
+ * @ev: what arrived
  *
  * A WRITE WITH IMMEDIATE advances the producer cursor, a SEND is a cursor
- * message.  The request is reposted and the peer owed a credit; then
- * whatever became possible is pushed.  An error completion while the
- * connection is live (QP error, flush after a device removal) resets it;
- * once the connection is stopped completions are only counted.
+ * message; the QP reposts the request, so the peer is owed a credit; then
+ * whatever became possible is pushed.  A failed QP fails the connection
+ * over to TCP; once the connection is stopped events are only counted.
  *
- * Context: softirq (the CQ is polled with IB_POLL_SOFTIRQ).
+ * Context: softirq, under the QP's token table lock.
  */
-void visock_rx_done(struct ib_cq *cq, struct ib_wc *wc)
+void visock_rx_event(void *ctx, const struct visock_rx_ev *ev)
 {
-	struct visock_rx_slot *slot = container_of(wc->wr_cqe,
-						   struct visock_rx_slot, cqe);
-	struct visock_dp *dp = slot->dp;
+	struct visock_dp *dp = ctx;
 	unsigned int wake = 0;
-	int err;
 
-	visock_link_count_wc(dp->link, wc);
 	spin_lock_bh(&dp->lock);
 	dp->wc++;
 	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wc, 1);
 	if (dp->state != VISOCK_DP_LIVE)
 		goto out;
-	if (wc->status != IB_WC_SUCCESS) {
-		visock_dp_link_failed_locked(dp, "receive failed", wc->status,
+	switch (ev->kind) {
+	case VISOCK_RX_DATA:
+		visock_rx_data_locked(dp, ev->imm, &wake);
+		break;
+	case VISOCK_RX_CTRL:
+		visock_cdc_recv_locked(dp, ev->msg, ev->len, &wake);
+		break;
+	default:
+		visock_dp_link_failed_locked(dp, "receive failed", ev->status,
 					     &wake);
 		goto out;
 	}
-	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM &&
-	    (wc->wc_flags & IB_WC_WITH_IMM))
-		visock_rx_data_locked(dp, be32_to_cpu(wc->ex.imm_data), &wake);
-	else if (wc->opcode == IB_WC_RECV && !(wc->wc_flags & IB_WC_WITH_IMM))
-		visock_cdc_recv_locked(dp, slot->idx, wc->byte_len, &wake);
-	else
-		visock_dp_fail_locked(dp, ECONNRESET, true, "unexpected opcode",
-				      wc->opcode, &wake);
 	if (dp->state != VISOCK_DP_LIVE)
 		goto out;
-	err = visock_link_post_recv(dp->link, slot->idx, &slot->cqe);
-	if (err) {
-		visock_dp_link_failed_locked(dp, "repost failed", err, &wake);
-		goto out;
-	}
 	dp->owed++;
 	visock_tx_push_locked(dp, &wake);
 out:

@@ -18,6 +18,10 @@ static const int visock_ack_timeout_min = VISOCK_ACK_TIMEOUT_MIN;
 static const int visock_ack_timeout_max = VISOCK_ACK_TIMEOUT_MAX;
 static const int visock_rbuf_min = VISOCK_RBUF_MIN;
 static const int visock_rbuf_max = VISOCK_RBUF_MAX;
+static const int visock_lgr_links_max = 64;
+static const int visock_lgr_conns_max = VISOCK_LGR_CONNS_MAX;
+static const int visock_lgr_idle_max = 3600000;
+static const int visock_lgr_mem_max = 1 << 20;	/* MiB: 1 TiB */
 
 static struct ctl_table visock_sysctl_template[] = {
 	{
@@ -60,6 +64,46 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= (void *)&visock_rbuf_min,
 		.extra2		= (void *)&visock_rbuf_max,
 	},
+	{
+		/* QPs a link group (one peer) may have */
+		.procname	= "lgr_max_links",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= (void *)&visock_lgr_links_max,
+	},
+	{
+		/* connections one new QP takes at most */
+		.procname	= "lgr_link_conns",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= (void *)&visock_lgr_conns_max,
+	},
+	{
+		/* how long a QP without connections is kept, ms */
+		.procname	= "lgr_idle_ms",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= (void *)&visock_lgr_idle_max,
+	},
+	{
+		/* ring buffer memory of all QPs of the namespace, MiB */
+		.procname	= "lgr_mem_max_mb",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= (void *)&visock_lgr_mem_max,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -81,6 +125,10 @@ int visock_sysctl_net_init(struct net *net)
 	vn->hs_timeout_ms = VISOCK_HS_TIMEOUT_MS_DEFAULT;
 	vn->ack_timeout = VISOCK_ACK_TIMEOUT_DEFAULT;
 	vn->rbuf_default = VISOCK_RBUF_DEFAULT;
+	vn->lgr_max_links = VISOCK_LGR_MAX_LINKS_DEFAULT;
+	vn->lgr_link_conns = VISOCK_LGR_LINK_CONNS_DEFAULT;
+	vn->lgr_idle_ms = VISOCK_LGR_IDLE_MS_DEFAULT;
+	vn->lgr_mem_max_mb = VISOCK_LGR_MEM_MAX_MB_DEFAULT;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -90,6 +138,10 @@ int visock_sysctl_net_init(struct net *net)
 	table[1].data = &vn->hs_timeout_ms;
 	table[2].data = &vn->ack_timeout;
 	table[3].data = &vn->rbuf_default;
+	table[4].data = &vn->lgr_max_links;
+	table[5].data = &vn->lgr_link_conns;
+	table[6].data = &vn->lgr_idle_ms;
+	table[7].data = &vn->lgr_mem_max_mb;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);

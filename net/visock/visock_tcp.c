@@ -102,6 +102,13 @@ static void visock_tcp_error_report(struct sock *tsk)
 	if (vsk) {
 		vsk->saved_error_report(tsk);
 		err = READ_ONCE(tsk->sk_err);
+		/*
+		 * An RDMA connection whose data path ended has reported its
+		 * error already (the peer's abort flag precedes its TCP
+		 * reset): the reset must not be a second one.
+		 */
+		if (err && visock_rdma_ended(vsk))
+			err = 0;
 		if (err) {
 			WRITE_ONCE(vsk->err_mirror, err);
 			WRITE_ONCE(vsk->sk.sk_err, err);

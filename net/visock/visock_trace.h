@@ -101,7 +101,8 @@ TRACE_EVENT(visock_fallback,
 			{ 9, "peer_decline" }, { 10, "qp_setup" },
 			{ 11, "buf_exhausted" }, { 12, "device_gone" },
 			{ 13, "syncookie" }, { 14, "io" },
-			{ 15, "policy" }))
+			{ 15, "policy" }, { 16, "link_busy" },
+			{ 17, "link_gone" }))
 );
 
 TRACE_EVENT(visock_link_up,

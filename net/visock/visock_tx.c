@@ -11,15 +11,19 @@
  * the range wraps, whenever a send queue slot and a credit are available.
  * Completions, returned credits and consumer updates push again, so
  * nothing waits for the application.  The immediate data carries the
- * byte count and the credits we return (visock_wire.h).
+ * peer's connection index on its QP, the byte count (up to
+ * VISOCK_IMM_LEN_MAX per transfer) and the credits we return
+ * (visock_wire.h).
  *
  * Lifetime
  * --------
  * struct visock_dp belongs to the visock socket (@vsk->dp) from
  * visock_rdma_prepare() until visock_rdma_destroy_link(), which first
- * marks it stopped and then destroys the link; destroying the link drains
- * the QP, so when it returns no completion handler runs or will run, and
- * the state can be freed.  Completion handlers only take @dp->lock,
+ * marks it stopped and then destroys the link; destroying the link waits
+ * until every request the connection posted on the shared QP completed
+ * (each send completion handler ends with visock_link_wc_done()), so when
+ * it returns no completion handler runs or will run, and the state can
+ * be freed.  Completion handlers only take @dp->lock,
  * update the state, post (receive requests, writes, cursor messages) and
  * wake the socket's waiters; they never sleep and never take lock_sock().
  * The socket itself outlives its link: every path that drops the last
@@ -30,10 +34,11 @@
  * unread data is left (then, as TCP, the connection is reset: a cursor
  * message with the abort flag and a TCP reset).  A graceful close
  * announces done_writing and closed after the last data and returns; a
- * work item (@close_work, holding a socket reference) waits for every
- * posted request to complete, at most VISOCK_CLOSE_TIMEOUT (then it resets
- * the connection), and then destroys the link and closes the internal TCP
- * socket.  With SO_LINGER and a timeout, close() itself waits that long.
+ * work item (@close_work, holding a socket reference, run again whenever a
+ * completion or the peer's flags arrive, without waiting in between)
+ * finishes once every posted request completed, at most
+ * VISOCK_CLOSE_TIMEOUT later (then it resets the connection): it destroys
+ * the link and closes the internal TCP socket.  With SO_LINGER and a timeout, close() itself waits that long.
  *
  * Locking
  * -------
@@ -101,12 +106,16 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 	if (dp->state != VISOCK_DP_LIVE)
 		return;
 	while ((unsent = visock_tx_unsent(dp))) {
+		/* The immediate data counts up to VISOCK_IMM_LEN_MAX bytes. */
+		unsent = min(unsent, VISOCK_IMM_LEN_MAX);
 		nwr = dp->tx_sent.count + unsent > dp->tx_size ? 2 : 1;
 		if (dp->sq_free < nwr ||
 		    dp->credits <= VISOCK_DP_CREDIT_RESERVE)
 			break;
 		ret = min_t(u32, dp->owed, VISOCK_IMM_CREDITS_MAX);
-		if (WARN_ON_ONCE(visock_imm_encode(unsent, ret, &imm)))
+		if (WARN_ON_ONCE(visock_imm_encode(dp->peer_token &
+						   VISOCK_TOKEN_IDX_MASK,
+						   unsent, ret, &imm)))
 			break;
 		n = visock_link_post_write(dp->link, dp->tx_sent.count, unsent,
 					   cpu_to_be32(imm), &dp->tx_cqe);
@@ -141,9 +150,9 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 static void visock_tx_complete(struct visock_dp *dp, struct ib_wc *wc,
 			       bool write)
 {
+	struct visock_link *l = dp->link;
 	unsigned int wake = VISOCK_WAKE_CLOSE;
 
-	visock_link_count_wc(dp->link, wc);
 	spin_lock_bh(&dp->lock);
 	dp->wc++;
 	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wc, 1);
@@ -162,6 +171,8 @@ static void visock_tx_complete(struct visock_dp *dp, struct ib_wc *wc,
 out:
 	spin_unlock_bh(&dp->lock);
 	visock_dp_wake(dp, wake);
+	/* Last: @dp may be freed as soon as nothing is outstanding. */
+	visock_link_wc_done(l, wc);
 }
 
 /**
@@ -461,7 +472,10 @@ bool visock_tx_close(struct visock_sock *vsk)
 	 * stuck one must not keep close() from returning.
 	 */
 	sock_hold(sk);
-	queue_work(visock_wq, &dp->close_work);
+	spin_lock_bh(&dp->lock);
+	dp->close_armed = true;
+	spin_unlock_bh(&dp->lock);
+	queue_delayed_work(visock_wq, &dp->close_work, 0);
 	return true;
 }
 
@@ -469,23 +483,33 @@ bool visock_tx_close(struct visock_sock *vsk)
  * visock_tx_close_work() - finish a graceful close in the background
  * @work: struct visock_dp.close_work
  *
- * Waits until everything posted has completed (or the deadline passed:
- * then resets the connection), destroys the link (freeing the data path
- * state, which includes @work: nothing touches it afterwards), closes the
- * internal TCP socket and drops the reference visock_tx_close() took.
+ * Runs when something may have finished the close (kicked by
+ * visock_dp_wake()) and at the deadline; until everything posted has
+ * completed (or the deadline passed: then it resets the connection) it
+ * only queues itself again, so a closing connection does not hold a
+ * worker.  Then it destroys the link (freeing the data path state, which
+ * includes @work: nothing touches it afterwards), closes the internal TCP
+ * socket and drops the reference visock_tx_close() took.
  *
  * Context: process context (visock_wq).
  */
 void visock_tx_close_work(struct work_struct *work)
 {
-	struct visock_dp *dp = container_of(work, struct visock_dp,
-					    close_work);
+	struct visock_dp *dp = container_of(to_delayed_work(work),
+					    struct visock_dp, close_work);
 	struct visock_sock *vsk = dp->vsk;
 	long left = (long)(dp->close_deadline - jiffies);
 
-	if (left > 0)
-		wait_event_timeout(dp->close_wq, visock_tx_close_done(dp),
-				   left);
+	if (left > 0 && !visock_tx_close_done(dp)) {
+		/* Kicked earlier if a completion or the peer's flag comes. */
+		queue_delayed_work(visock_wq, &dp->close_work, left);
+		return;
+	}
+	/* No more kicks: what is queued now is this run's only. */
+	spin_lock_bh(&dp->lock);
+	dp->close_armed = false;
+	spin_unlock_bh(&dp->lock);
+	cancel_delayed_work(&dp->close_work);
 	if (!visock_tx_close_done(dp))
 		visock_tx_reset(vsk);
 	visock_rdma_destroy_link(vsk);

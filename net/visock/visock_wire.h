@@ -202,13 +202,36 @@ bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
  *   26  6 bytes reserved  0
  *
  * Data moves with RDMA WRITE WITH IMMEDIATE; the 32-bit immediate is
- * (credits << VISOCK_IMM_LEN_BITS) | bytes: the number of bytes this
- * transfer appended to the receiver's ring (1 .. 2^24 - 1) and credits
- * returned as in a cursor message.
+ *
+ *   bits 31..20  index     low VISOCK_TOKEN_IDX_BITS of the receiver's
+ *                          token: names the connection on the shared QP
+ *   bits 19..16  credits   returned as in a cursor message
+ *   bits 15..0   bytes - 1 bytes this transfer appended to the ring
+ *                          (1 .. VISOCK_IMM_LEN_MAX)
+ *
+ * A larger transfer is split into several work requests.
+ *
+ * Tokens.  Connections of a link group share its queue pairs; a token
+ * (TLV TOKEN of the handshake) names one connection on the receiver's
+ * QP: the low VISOCK_TOKEN_IDX_BITS are a slot index unique on that QP,
+ * the rest random, so that a cursor message for a connection that ended
+ * (stale token) is recognised and dropped.  An index is reused only
+ * after the peer said it will write nothing more for the old connection
+ * (closed or abort flag), or never if it did not.
+ *
+ * A link message is a SEND of VISOCK_CDC_LEN bytes with type
+ * VISOCK_LINK_MSG_TYPE, version VISOCK_CDC_VERSION, token 0 and a
+ * VISOCK_LINK_MSG_* code in the flags byte; it concerns the QP itself:
+ *
+ *   VISOCK_LINK_MSG_DELETE  the sender is about to destroy its end of
+ *                           this QP (idle); the receiver takes no new
+ *                           connections on it and destroys its end
  */
 #define VISOCK_CDC_LEN		32
 #define VISOCK_CDC_TYPE		0xc5
 #define VISOCK_CDC_VERSION	1
+#define VISOCK_LINK_MSG_TYPE	0xc6
+#define VISOCK_LINK_MSG_DELETE	0x01
 
 #define VISOCK_CDC_F_WRITE_BLOCKED	0x01	/* sender waits for space */
 #define VISOCK_CDC_F_DONE_WRITING	0x02	/* no data after prod */
@@ -216,9 +239,10 @@ bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
 #define VISOCK_CDC_F_ABORT		0x08	/* connection reset */
 #define VISOCK_CDC_F_ALL		0x0f
 
-#define VISOCK_IMM_LEN_BITS	24
-#define VISOCK_IMM_LEN_MAX	((1U << VISOCK_IMM_LEN_BITS) - 1)
-#define VISOCK_IMM_CREDITS_MAX	0xffU
+#define VISOCK_TOKEN_IDX_BITS	12
+#define VISOCK_TOKEN_IDX_MASK	((1U << VISOCK_TOKEN_IDX_BITS) - 1)
+#define VISOCK_IMM_LEN_MAX	(64U * 1024)
+#define VISOCK_IMM_CREDITS_MAX	0xfU
 
 /**
  * struct visock_cdc - decoded cursor message
@@ -242,8 +266,10 @@ int visock_cdc_encode(const struct visock_cdc *m, u8 *buf,
 		      unsigned int buflen);
 int visock_cdc_decode(const u8 *buf, unsigned int len, struct visock_cdc *m);
 bool visock_cdc_seq_after(u32 seq, u32 last);
-int visock_imm_encode(u32 bytes, u32 credits, u32 *imm);
-void visock_imm_decode(u32 imm, u32 *bytes, u32 *credits);
+int visock_imm_encode(u32 idx, u32 bytes, u32 credits, u32 *imm);
+void visock_imm_decode(u32 imm, u32 *idx, u32 *bytes, u32 *credits);
+int visock_link_msg_encode(u8 code, u8 *buf, unsigned int buflen);
+int visock_ctl_peek(const u8 *buf, unsigned int len, u8 *type, u32 *val);
 
 /* ------------------------------------------------------------------ */
 /* Failover to TCP                                                     */

@@ -356,6 +356,7 @@ static const char *const fb_names[] = {
 	"none", "disabled", "peer_no_visock", "no_device", "peer_no_device",
 	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
 	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
+	"link_busy", "link_gone",
 };
 
 static const char *fb_name(unsigned int r)
@@ -1176,6 +1177,12 @@ static const struct {
 	{ VISOCK_STATS_A_RDMA_DEVICES, "rdma_devices" },
 	{ VISOCK_STATS_A_NS_DEVICES, "netns_rdma_devices" },
 	{ VISOCK_STATS_A_LINKS_UP, "links_up" },
+	{ VISOCK_STATS_A_LGR_CONNS, "lgr_connections" },
+	{ VISOCK_STATS_A_LGR_QPS_CREATED, "lgr_qps_created" },
+	{ VISOCK_STATS_A_LGR_QPS_DESTROYED, "lgr_qps_destroyed" },
+	{ VISOCK_STATS_A_LGR_REUSED, "lgr_qp_reused" },
+	{ VISOCK_STATS_A_LGR_WAITS, "lgr_qp_waits" },
+	{ VISOCK_STATS_A_LGR_STALE, "lgr_stale_dropped" },
 };
 
 static void stats_cb(const struct nlmsghdr *nlh, void *arg)

@@ -177,6 +177,10 @@ enum visock_fallback_reason {
 	VISOCK_FB_SYNCOOKIE = 13,	/* SYN cookies: option not echoed */
 	VISOCK_FB_IO = 14,		/* TCP error during the handshake */
 	VISOCK_FB_POLICY = 15,		/* destination policy said plain TCP */
+	VISOCK_FB_LINK_BUSY = 16,	/* link group full, or its QPs not up
+					 * within half the handshake timeout */
+	VISOCK_FB_LINK_GONE = 17,	/* the peer no longer had the shared
+					 * QP the client named */
 	__VISOCK_FB_MAX,
 };
 
@@ -392,6 +396,13 @@ enum {
 	/* gauge: RDMA devices with a RoCEv2 GID on a net device here */
 	VISOCK_STATS_A_NS_DEVICES,
 	VISOCK_STATS_A_LINKS_UP,	/* gauge: links in state up */
+	VISOCK_STATS_A_LGR_CONNS,	/* gauge: connections on shared QPs */
+	VISOCK_STATS_A_LGR_QPS_CREATED,	/* QPs created */
+	VISOCK_STATS_A_LGR_QPS_DESTROYED, /* QPs destroyed */
+	VISOCK_STATS_A_LGR_REUSED,	/* connections that joined a QP */
+	VISOCK_STATS_A_LGR_WAITS,	/* waits for a QP being set up */
+	VISOCK_STATS_A_LGR_STALE,	/* receives for unknown or stale
+					 * tokens, dropped (existing QPs) */
 	__VISOCK_STATS_A_MAX,
 };
 
@@ -430,8 +441,10 @@ enum {
 #define VISOCK_GID_A_MAX	(__VISOCK_GID_A_MAX - 1)
 
 /*
- * One RDMA link (queue pair) of the requester's namespace and the socket
- * that owns it.  Every connection in RDMA mode has a link of its own.
+ * One connection's RDMA link (the shared queue pair it uses) in the
+ * requester's namespace, and the socket.  Connections of a link group
+ * share QPs: several entries may name the same QP; the counters are the
+ * QP's.
  */
 enum {
 	VISOCK_LINK_A_UNSPEC,

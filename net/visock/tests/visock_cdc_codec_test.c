@@ -132,29 +132,85 @@ static void cdc_seq_test(struct kunit *test)
 
 static void imm_test(struct kunit *test)
 {
-	u32 imm, bytes, credits;
+	u32 imm, idx, bytes, credits;
 
-	KUNIT_ASSERT_EQ(test, visock_imm_encode(65536, 5, &imm), 0);
-	KUNIT_EXPECT_EQ(test, imm, 0x05010000U);
-	visock_imm_decode(imm, &bytes, &credits);
+	KUNIT_ASSERT_EQ(test, visock_imm_encode(3, 65536, 5, &imm), 0);
+	KUNIT_EXPECT_EQ(test, imm, 0x0035ffffU);
+	visock_imm_decode(imm, &idx, &bytes, &credits);
+	KUNIT_EXPECT_EQ(test, idx, 3U);
 	KUNIT_EXPECT_EQ(test, bytes, 65536U);
 	KUNIT_EXPECT_EQ(test, credits, 5U);
 
-	KUNIT_ASSERT_EQ(test, visock_imm_encode(VISOCK_IMM_LEN_MAX,
+	KUNIT_ASSERT_EQ(test, visock_imm_encode(VISOCK_TOKEN_IDX_MASK, 1,
 						VISOCK_IMM_CREDITS_MAX, &imm),
 			0);
-	KUNIT_EXPECT_EQ(test, imm, 0xffffffffU);
-	/* The largest ring fits. */
-	KUNIT_EXPECT_EQ(test, visock_imm_encode(VISOCK_RBUF_MAX, 0, &imm), 0);
+	KUNIT_EXPECT_EQ(test, imm, 0xffff0000U);
+	visock_imm_decode(imm, &idx, &bytes, &credits);
+	KUNIT_EXPECT_EQ(test, idx, VISOCK_TOKEN_IDX_MASK);
+	KUNIT_EXPECT_EQ(test, bytes, 1U);
+	KUNIT_EXPECT_EQ(test, credits, VISOCK_IMM_CREDITS_MAX);
 
-	KUNIT_EXPECT_EQ(test, visock_imm_encode(0, 1, &imm), -EINVAL);
-	KUNIT_EXPECT_EQ(test, visock_imm_encode(VISOCK_IMM_LEN_MAX + 1, 0,
+	/* Every field bound. */
+	KUNIT_EXPECT_EQ(test, visock_imm_encode(0, 1, 0, &imm), -EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_imm_encode(VISOCK_TOKEN_IDX_MASK + 1, 1,
+						0, &imm), -EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_imm_encode(1, 0, 1, &imm), -EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_imm_encode(1, VISOCK_IMM_LEN_MAX + 1, 0,
 						&imm), -EINVAL);
-	KUNIT_EXPECT_EQ(test, visock_imm_encode(1, 256, &imm), -EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_imm_encode(1, 1,
+						VISOCK_IMM_CREDITS_MAX + 1,
+						&imm), -EINVAL);
 
-	visock_imm_decode(0x01000000, &bytes, &credits);
-	KUNIT_EXPECT_EQ(test, bytes, 0U);	/* malformed: caller rejects */
-	KUNIT_EXPECT_EQ(test, credits, 1U);
+	/* Any 32 bits decode to in-range values; index 0 names nobody. */
+	visock_imm_decode(0, &idx, &bytes, &credits);
+	KUNIT_EXPECT_EQ(test, idx, 0U);
+	KUNIT_EXPECT_EQ(test, bytes, 1U);
+	KUNIT_EXPECT_EQ(test, credits, 0U);
+}
+
+/* Link messages and the dispatch peek. */
+static void ctl_peek_test(struct kunit *test)
+{
+	struct visock_cdc m = { .token = 0x12345001, .seq = 1 };
+	u8 buf[VISOCK_CDC_LEN + 4];
+	u8 type;
+	u32 val;
+
+	KUNIT_ASSERT_EQ(test, visock_cdc_encode(&m, buf, sizeof(buf)),
+			VISOCK_CDC_LEN);
+	KUNIT_ASSERT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN, &type, &val),
+			0);
+	KUNIT_EXPECT_EQ(test, type, VISOCK_CDC_TYPE);
+	KUNIT_EXPECT_EQ(test, val, 0x12345001U);
+	KUNIT_EXPECT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN - 1, &type,
+					      &val), -EBADMSG);
+
+	KUNIT_EXPECT_EQ(test, visock_link_msg_encode(VISOCK_LINK_MSG_DELETE,
+						     buf, VISOCK_CDC_LEN - 1),
+			-ENOSPC);
+	KUNIT_ASSERT_EQ(test, visock_link_msg_encode(VISOCK_LINK_MSG_DELETE,
+						     buf, sizeof(buf)),
+			VISOCK_CDC_LEN);
+	KUNIT_ASSERT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN, &type, &val),
+			0);
+	KUNIT_EXPECT_EQ(test, type, VISOCK_LINK_MSG_TYPE);
+	KUNIT_EXPECT_EQ(test, val, (u32)VISOCK_LINK_MSG_DELETE);
+	/* Reserved bytes, a zero code, another version, another type. */
+	buf[9] = 1;
+	KUNIT_EXPECT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN, &type, &val),
+			-EBADMSG);
+	buf[9] = 0;
+	buf[2] = 0;
+	KUNIT_EXPECT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN, &type, &val),
+			-EBADMSG);
+	buf[2] = VISOCK_LINK_MSG_DELETE;
+	buf[1] = VISOCK_CDC_VERSION + 1;
+	KUNIT_EXPECT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN, &type, &val),
+			-EBADMSG);
+	buf[1] = VISOCK_CDC_VERSION;
+	buf[0] = 0x77;
+	KUNIT_EXPECT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN, &type, &val),
+			-EBADMSG);
 }
 
 /* Failover message: layout, round trip, every malformed shape refused. */
@@ -200,6 +256,7 @@ static struct kunit_case visock_cdc_codec_test_cases[] = {
 	KUNIT_CASE(cdc_decode_reject_test),
 	KUNIT_CASE(cdc_seq_test),
 	KUNIT_CASE(imm_test),
+	KUNIT_CASE(ctl_peek_test),
 	KUNIT_CASE(fo_test),
 	{}
 };

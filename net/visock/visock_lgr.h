@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * visock: internals of link groups, shared by visock_lgr.c (queue pairs
+ * and link groups), visock_link.c (a connection's share of a queue pair)
+ * and visock_rbuf.c (registered ring buffers).  The data path only sees
+ * visock_link.h.  Lifetime and locking rules are at the top of
+ * visock_lgr.c.
+ */
+#ifndef _NET_VISOCK_LGR_H
+#define _NET_VISOCK_LGR_H
+
+#include <linux/completion.h>
+#include <linux/dma-direction.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+
+#include "visock.h"
+#include "visock_link.h"
+
+#define VISOCK_LINK_SEND_SGE	2
+#define VISOCK_LINK_RECV_SGE	1
+
+/*
+ * Receive requests beyond the connections' credits; send requests for
+ * registrations and link messages.
+ */
+#define VISOCK_QP_RQ_SLACK	32
+#define VISOCK_QP_SQ_SLACK	8
+
+/* RC transport parameters (IBTA encodings). */
+#define VISOCK_LINK_MIN_RNR	12	/* 0.64 ms */
+/* Not 7: Soft-RoCE treats 7 as infinite, and a dead peer must show. */
+#define VISOCK_LINK_RETRY	6
+#define VISOCK_LINK_RNR_RETRY	7	/* infinite */
+#define VISOCK_LINK_HOP_LIMIT	64	/* if the route does not tell */
+
+/* How long to wait for registrations, ARP/ND and the link message. */
+#define VISOCK_LINK_REG_TIMEOUT	(5 * HZ)
+#define VISOCK_LINK_RESOLVE_MS	2000
+#define VISOCK_LINK_MSG_TIMEOUT	HZ
+/*
+ * How long a connection that ends waits for its outstanding requests
+ * before the QP is declared stuck and killed (which flushes them).
+ */
+#define VISOCK_LINK_DETACH_TIMEOUT	(10 * HZ)
+
+#define VISOCK_SLOTS_PER_PAGE	(PAGE_SIZE / VISOCK_LINK_CTRL_SLOT)
+
+#define VISOCK_LINK_PEER_NEED	(VISOCK_HSF(VISOCK_TLV_GID) | \
+				 VISOCK_HSF(VISOCK_TLV_QPN) | \
+				 VISOCK_HSF(VISOCK_TLV_PSN) | \
+				 VISOCK_HSF(VISOCK_TLV_MTU) | \
+				 VISOCK_HSF(VISOCK_TLV_RBUF) | \
+				 VISOCK_HSF(VISOCK_TLV_TOKEN))
+
+enum visock_qp_state {
+	VISOCK_QP_NEW,		/* being set up by its first connection */
+	VISOCK_QP_INIT,		/* QP in INIT, waiting for the peer */
+	VISOCK_QP_UP,		/* QP in RTS */
+	VISOCK_QP_FAILED,	/* setting up failed */
+};
+
+/**
+ * struct visock_peer_rbuf - the peer's receive ring, our RDMA WRITE target
+ * @addr: remote address
+ * @rkey: remote key
+ * @size: size in bytes
+ */
+struct visock_peer_rbuf {
+	u64 addr;
+	u32 rkey;
+	u32 size;
+};
+
+struct visock_qp;
+
+/* Bits of struct visock_qp.broken. */
+#define VISOCK_QP_BROKEN	0
+#define VISOCK_QP_TOLD		1
+
+/**
+ * struct visock_qp_rx - one receive request of a QP
+ * @cqe: completion handler (visock_qp_rx_done())
+ * @qp: the QP
+ * @idx: receive slot number
+ */
+struct visock_qp_rx {
+	struct ib_cqe cqe;
+	struct visock_qp *qp;
+	u32 idx;
+};
+
+/**
+ * struct visock_qp - an RC queue pair shared by connections to one peer
+ * @ref: see "Lifetime" above
+ * @lock: protects the fields up to @post_lock not marked otherwise
+ * @state: enum visock_qp_state
+ * @dead: killed (device removed, stuck): verbs objects released; read
+ *	locklessly
+ * @broken: VISOCK_QP_BROKEN: a work request failed, the QP is in the
+ *	error state; VISOCK_QP_TOLD: the connections were told
+ * @server: created for a client's REQ (else by our connect())
+ * @confirmed: a connection on it completed its handshake (until then a
+ *	QP without connections goes at once: a peer that set it up and
+ *	left, or a fake one, leaves nothing behind)
+ * @net: namespace; the QP is destroyed by the namespace's exit at the
+ *	latest
+ * @net_node: entry in visock_net.qps, under its lgr_lock
+ * @listed: on that list (under lgr_lock)
+ * @dying: takes no new connections (under lgr_lock; read locklessly)
+ * @nconns: connections attached or being attached (under lgr_lock)
+ * @max_conns: connections it may take
+ * @links: attached connections (struct visock_link.qp_node)
+ * @idle_work: destroys the QP once idle (see "Lifetime")
+ * @reap_work: frees lingering connections whose peer went quiet
+ * @peer_addr: the peer's TCP address as a GID (IPv4-mapped)
+ * @vdev: device the QP is attached to, NULL once detached
+ * @dev_node: entry in @vdev's list, under the device's lock
+ * @ibdev: @vdev's RDMA device, NULL once the verbs objects are released
+ * @sgid_attr: our GID table entry, with a reference
+ * @ack_timeout: RC local ACK timeout (IBTA encoding)
+ * @port: port of @ibdev
+ * @gid: our GID
+ * @peer_gid: the peer's GID, set when connecting
+ * @mtu: active MTU of @port (enum ib_mtu)
+ * @pd: protection domain
+ * @cq: completion queue for both work queues
+ * @ibqp: the RC queue pair; pointer also read under @post_lock
+ * @qpn: number of @ibqp, kept after it is gone
+ * @peer_qpn: the peer's QP number once connecting
+ * @psn: our initial packet sequence number
+ * @rq_size: receive slots (and receive requests at most)
+ * @rq_posted: receive requests handed to the QP so far
+ * @ctrl_npages: pages of cursor message slots: @rq_size receive slots,
+ *	then VISOCK_LINK_SQ_DEPTH send slots per token index
+ * @ctrl_pages: those pages
+ * @ctrl_dma: their DMA addresses
+ * @ctrl_mapped: mapped (a verbs resource: a kill unmaps them)
+ * @rx: the receive requests
+ * @pool: registered rings of ended connections, ready for reuse
+ * @quarantine: rings a peer may still write to, kept until the QP ends
+ * @reg_bytes: bytes of all rings of this QP (for the memory limit)
+ * @msg_cqe: completion handler of our link message
+ * @msg_done: completed by it
+ * @conns: token index -> struct visock_link, or a value entry for a
+ *	reserved index; its lock is held while a receive is dispatched
+ * @next_idx: cyclic allocation hint for @conns
+ * @post_lock: protects @can_post and @posted; innermost, BH-safe
+ * @can_post: the QP may be posted to
+ * @posted: something was posted, so it must be drained
+ * @wr_posted: work requests posted
+ * @wc_ok: successful completions
+ * @wc_err: failed or flushed completions
+ * @rx_stale: receives for unknown or stale tokens, dropped
+ */
+struct visock_qp {
+	struct kref ref;
+	/* Protects state, verbs objects, pool, links; see the top. */
+	struct mutex lock;
+	enum visock_qp_state state;
+	bool dead;
+	unsigned long broken;
+	bool server;
+	bool confirmed;
+	struct net *net;
+	struct list_head net_node;
+	bool listed;
+	bool dying;
+	unsigned int nconns;
+	unsigned int max_conns;
+	struct list_head links;
+	struct delayed_work idle_work;
+	struct work_struct reap_work;
+	union ib_gid peer_addr;
+
+	struct visock_ibdev *vdev;
+	struct list_head dev_node;
+	struct ib_device *ibdev;
+	const struct ib_gid_attr *sgid_attr;
+	u8 ack_timeout;
+	u32 port;
+	union ib_gid gid;
+	union ib_gid peer_gid;
+	enum ib_mtu mtu;
+
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *ibqp;
+	u32 qpn;
+	u32 peer_qpn;
+	u32 psn;
+
+	u32 rq_size;
+	u32 rq_posted;
+	unsigned int ctrl_npages;
+	struct page **ctrl_pages;
+	u64 *ctrl_dma;
+	bool ctrl_mapped;
+	struct visock_qp_rx *rx;
+
+	struct list_head pool;
+	struct list_head quarantine;
+	u64 reg_bytes;
+
+	struct ib_cqe msg_cqe;
+	struct completion msg_done;
+
+	struct xarray conns;
+	u32 next_idx;
+
+	/* Protects can_post, posted; innermost, BH-safe. */
+	spinlock_t post_lock;
+	bool can_post;
+	bool posted;
+
+	atomic64_t wr_posted;
+	atomic64_t wc_ok;
+	atomic64_t wc_err;
+	atomic64_t rx_stale;
+};
+
+/**
+ * struct visock_link - one connection's share of a QP
+ * @qp: the QP, referenced
+ * @qp_node: entry in @qp's connection list, under the QP's lock
+ * @idx: token index (slot in @qp's token table)
+ * @token: the token the peer puts in its messages
+ * @created_qp: this connection created @qp and connects it
+ * @reused: attached to a QP that was up already
+ * @connected: visock_link_connect() succeeded
+ * @peer_quiet: the peer will not write to our ring any more
+ * @lingering: the owner is gone, the peer not quiet yet: the receive ring
+ *	and the token index stay reserved (see visock_link_destroy())
+ * @lgr_id: LINK TLV value to send: the peer's QP number when joining an
+ *	existing QP, 0 for a new one
+ * @dead_cb: called once when the QP dies (under the QP's lock)
+ * @dead_ctx: argument of @dead_cb
+ * @rx_fn: receive callback (under the token table's lock)
+ * @rx_ctx: argument of @rx_fn
+ * @rbuf: our receive ring
+ * @sbuf: our send buffer, as large as the peer's ring
+ * @peer: the peer's receive ring, valid once connected
+ * @outstanding: work requests posted and not yet completed
+ * @reg_cqe: completion handler of ring registrations
+ * @reg_done: completed by @reg_cqe's handler
+ * @reg_status: work completion status of a failed registration
+ * @reg_left: registrations not completed yet
+ */
+struct visock_link {
+	struct visock_qp *qp;
+	struct list_head qp_node;
+	u32 idx;
+	u32 token;
+	bool created_qp;
+	bool reused;
+	bool connected;
+	bool peer_quiet;
+	bool lingering;
+	u32 lgr_id;
+	void (*dead_cb)(void *ctx);
+	void *dead_ctx;
+	visock_link_rx_fn rx_fn;
+	void *rx_ctx;
+	struct visock_rbuf *rbuf;
+	struct visock_rbuf *sbuf;
+	struct visock_peer_rbuf peer;
+	atomic_t outstanding;
+	struct ib_cqe reg_cqe;
+	struct completion reg_done;
+	int reg_status;
+	atomic_t reg_left;
+};
+
+/**
+ * struct visock_rbuf - a receive ring the peer RDMA-writes into
+ * @kaddr: kernel mapping of the whole ring
+ * @size: ring size in bytes
+ * @order: allocation order of each chunk
+ * @nchunks: number of chunks
+ * @chunks: the chunks, PAGE_SIZE << @order bytes each
+ * @sgt: one entry per chunk
+ * @dma_nents: entries after DMA mapping, 0 while not mapped
+ * @mr: memory region covering the ring, NULL once released
+ * @iova: address the peer writes to (the MR's iova: 0, zero-based)
+ * @rkey: remote key of @mr
+ * @dir: DMA direction: DMA_FROM_DEVICE for the receive ring,
+ *	DMA_TO_DEVICE for the send buffer (the source of our RDMA WRITEs)
+ * @registered: the registration work request completed successfully
+ * @node: entry in a QP's pool or quarantine, under the QP's lock
+ *
+ * Memory (@kaddr, @chunks) lives until the ring is freed (with its
+ * connection, or from the pool with its QP); the DMA mapping and @mr are
+ * verbs resources, released by a kill of the QP too.
+ * The send buffer is the same kind of object, registered for local
+ * access only, so that a WRITE of any range of it needs one SGE.
+ */
+struct visock_rbuf {
+	void *kaddr;
+	u32 size;
+	unsigned int order;
+	unsigned int nchunks;
+	struct page **chunks;
+	struct sg_table sgt;
+	int dma_nents;
+	struct ib_mr *mr;
+	u64 iova;
+	u32 rkey;
+	enum dma_data_direction dir;
+	bool registered;
+	struct list_head node;
+};
+
+/* ------------------------------------------------------------------ */
+/* Cursor message slots                                                */
+/* ------------------------------------------------------------------ */
+
+/* Slot @n: receive slots first, then VISOCK_LINK_SQ_DEPTH per index. */
+static inline void *visock_qp_slot(const struct visock_qp *q, u32 n)
+{
+	return page_address(q->ctrl_pages[n / VISOCK_SLOTS_PER_PAGE]) +
+	       (n % VISOCK_SLOTS_PER_PAGE) * VISOCK_LINK_CTRL_SLOT;
+}
+
+static inline u64 visock_qp_slot_dma(const struct visock_qp *q, u32 n)
+{
+	return q->ctrl_dma[n / VISOCK_SLOTS_PER_PAGE] +
+	       (n % VISOCK_SLOTS_PER_PAGE) * VISOCK_LINK_CTRL_SLOT;
+}
+
+static inline u32 visock_qp_tx_slot(const struct visock_qp *q, u32 idx,
+				    unsigned int n)
+{
+	return q->rq_size + idx * VISOCK_LINK_SQ_DEPTH + n;
+}
+
+/* visock_rbuf.c */
+void visock_rbuf_free(struct visock_rbuf *rb);
+void visock_rbuf_release_dma(struct visock_qp *q, struct visock_rbuf *rb);
+void visock_rbuf_sync_wrap(struct ib_device *dev, struct visock_rbuf *rb,
+			   u32 off, u32 len, bool for_cpu);
+int visock_rbuf_create(struct visock_qp *q, u32 size,
+		       enum dma_data_direction dir, struct visock_rbuf **slot);
+
+/* visock_lgr.c */
+int visock_sa_to_gid(const struct sockaddr *sa, union ib_gid *gid);
+void visock_lgr_unpick(struct visock_qp *q, bool put);
+void visock_qp_kill(struct visock_qp *q, const char *why);
+void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc);
+int visock_qp_setup(struct visock_qp *q, const struct sockaddr *local);
+void visock_qp_reap(struct visock_qp *q, bool all);
+int visock_qp_connect(struct visock_qp *q, const struct visock_hs_msg *peer);
+int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
+		       enum dma_data_direction dir, struct visock_rbuf **out);
+struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
+				  const union ib_gid *gid,
+				  const union ib_gid *peer_addr, bool *created);
+int visock_qp_fill_rq(struct visock_qp *q, unsigned int nconns);
+void visock_link_linger_rx(void *ctx, const struct visock_rx_ev *ev);
+void visock_qp_put_rbuf(struct visock_qp *q, struct visock_rbuf *rb,
+			bool reusable);
+
+#endif /* _NET_VISOCK_LGR_H */
