@@ -31,6 +31,10 @@ SYSCTL_DIR=/proc/sys/net/visock
 ENABLE=$SYSCTL_DIR/enable
 HS_TIMEOUT=$SYSCTL_DIR/handshake_timeout_ms
 ACK_TIMEOUT=$SYSCTL_DIR/rdma_ack_timeout
+# Shared QPs stay lgr_idle_ms after their last connection; the handshake
+# pass runs with 0 so that tests which check that every resource is gone
+# after close see it at once (the lgr group sets its own values).
+LGR_IDLE=$SYSCTL_DIR/lgr_idle_ms
 # The emulated bed drops RoCE packets when its host is overloaded, and
 # Soft-RoCE has no congestion control: a longer ACK timeout (19: 2.1 s per
 # try, ~15 s before a QP gives up) keeps busy links alive there.  Harmless
@@ -156,7 +160,7 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 	BIN=$SRC_BIN
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
-	visock_preload_test visock_ctl visock_redirect_test; do
+	visock_lgr visock_preload_test visock_ctl visock_redirect_test; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -208,6 +212,7 @@ add_test redirect.show
 add_test redirect.unload
 list_prog hs visock_hs
 list_prog dp visock_dp
+list_prog lgr visock_lgr
 list_prog ctl visock_ctl
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
@@ -368,7 +373,7 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*|ctl.*|redirect.*|apps.*|\
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|lgr.*|ctl.*|redirect.*|apps.*|\
 	preload.*|preload_hs.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
@@ -877,12 +882,13 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp ctl stream_hs stream_hslo apps; do
+		for g in hs dp lgr ctl stream_hs stream_hslo apps; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
+	   ! group_selected lgr &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
 	   ! group_selected stream_hslo && ! group_selected redirect_hs &&
 	   ! group_selected preload_hs && ! group_selected apps; then
@@ -892,13 +898,19 @@ hs_pass() {
 		diag "net.visock.enable: $(enable_value) -> 1 for the handshake pass"
 		echo 1 > "$ENABLE"
 	fi
+	local orig_idle=
+	if [ -w "$LGR_IDLE" ]; then
+		orig_idle=$(cat "$LGR_IDLE")
+		echo 0 > "$LGR_IDLE"
+		diag "net.visock.lgr_idle_ms: $orig_idle -> 0 for the handshake pass"
+	fi
 	[ -n "${VISOCK_TEST_RXE_NETDEV:-}" ] &&
 		diag "Soft-RoCE device ${RXE_NAME:-?} on $VISOCK_TEST_RXE_NETDEV may be deleted and added back"
 
 	# hs.rdma_ready decides about dp and stream_hs: run it even if not
 	# picked.
 	EXTRA_PICKS=()
-	if group_selected dp || group_selected ctl ||
+	if group_selected dp || group_selected lgr || group_selected ctl ||
 	   group_selected stream_hs || group_selected redirect_hs ||
 	   group_selected preload_hs || group_selected apps; then
 		EXTRA_PICKS=(--pick rdma_ready)
@@ -906,7 +918,7 @@ hs_pass() {
 	[ "$NO_CLIENT" = 1 ] && wait_s=30
 	case "$ROLE" in
 	client)
-		if group_selected hs || group_selected dp ||
+		if group_selected hs || group_selected dp || group_selected lgr ||
 		   group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
@@ -914,7 +926,7 @@ hs_pass() {
 				${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT"
 		fi ;;
 	server)
-		if group_selected hs || group_selected dp ||
+		if group_selected hs || group_selected dp || group_selected lgr ||
 		   group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
@@ -929,6 +941,7 @@ hs_pass() {
 	case "$ROLE" in
 	single)
 		finish_group dp skip "role single: no peer host"
+		finish_group lgr skip "role single: no peer host"
 		finish_group ctl skip "role single: no peer host"
 		finish_group stream_hs skip "role single: no peer host"
 		finish_group redirect_hs skip "role single: no peer host"
@@ -947,6 +960,16 @@ hs_pass() {
 				--ctl-port "$CTL_PORT" --family visock
 		else
 			run_prog dp visock_dp --role server \
+				--ctl-port "$CTL_PORT" --wait "$wait_s"
+		fi
+		# Link groups: shared QPs, pools, idle teardown.
+		if [ -n "$why" ]; then
+			finish_group lgr skip "$why"
+		elif [ "$ROLE" = client ]; then
+			run_prog lgr visock_lgr --role client --peer "$PEER" \
+				--ctl-port "$CTL_PORT" --family visock
+		else
+			run_prog lgr visock_lgr --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi
 		# visockctl against the connections of visock_ctl.
@@ -987,6 +1010,9 @@ hs_pass() {
 	if [ -w "$ENABLE" ]; then
 		echo 0 > "$ENABLE"
 		diag "net.visock.enable: back to 0"
+	fi
+	if [ -n "$orig_idle" ] && [ -w "$LGR_IDLE" ]; then
+		echo "$orig_idle" > "$LGR_IDLE"
 	fi
 	hs_sweep
 }

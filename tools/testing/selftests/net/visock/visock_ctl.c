@@ -688,9 +688,10 @@ static void stats_match(struct vt_ctx *c)
 	/* A receiver of little data may have posted nothing. */
 	check_stat(out, "rdma_wr_posted", vt_is_client(c) ? 2 : 0, ~0ULL);
 	check_stat(out, "rdma_wc", 1, ~0ULL);
-	check_stat(out, "qps", 2, 2);
-	/* Gauges: links up == open RDMA connections; a usable device. */
-	check_stat(out, "links_up", 2, 2);
+	/* Gauges: the two connections share one QP or have one each. */
+	check_stat(out, "qps", 1, 2);
+	check_stat(out, "links_up", 1, 2);
+	check_stat(out, "lgr_connections", 2, 2);
 	check_stat(out, "netns_rdma_devices", 1, ~0ULL);
 	check_stat(out, "registered_bytes", 1, ~0ULL);
 	check_stat(out, "sockets", n + (lfd >= 0), n + (lfd >= 0));

@@ -1277,12 +1277,43 @@ static bool routable(const char *ip)
  * Both halves check what they need (@mine) and agree; skip otherwise.
  * The visock module is always needed.  @rxe gets the device to delete.
  */
+/*
+ * Shared QPs of earlier tests go once idle (run_tests.sh sets
+ * net.visock.lgr_idle_ms=0 for this pass): wait for them, so that every
+ * test starts without a QP to join - the fake peers expect the REQ of a
+ * new QP.  Quietly gives up after 15 s; the test then shows what is left.
+ */
+static void wait_no_qps(void)
+{
+	char line[256], key[64];
+	long long v, left = 15000;
+	FILE *f;
+
+	for (; left > 0; left -= 50) {
+		v = 0;
+		f = fopen("/proc/net/visock", "re");
+		if (!f)
+			return;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "%63s %lld", key, &v) == 2 &&
+			    !strcmp(key, "qps"))
+				break;
+		fclose(f);
+		if (!v)
+			return;
+		usleep(50 * 1000);
+	}
+}
+
 static void need(struct vt_ctx *c, unsigned int mine, char *rxe, size_t size)
 {
 	char why[640] = "", desc[512];
 	const char *netdev;
 	int others, fd;
 
+	if (c->family == VT_FAMILY_VISOCK && visock_loaded() &&
+	    (mine & NEED_RDMA))
+		wait_no_qps();
 	if (c->family != VT_FAMILY_VISOCK) {
 		snprintf(why, sizeof(why), "family inet: needs AF_VISOCK");
 	} else if (!visock_loaded()) {
