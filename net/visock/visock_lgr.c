@@ -722,6 +722,20 @@ static void visock_qp_idle_work(struct work_struct *work)
 		mutex_unlock(&vn->lgr_lock);
 		goto out;
 	}
+	/*
+	 * Connections that ended before the peer closed its side linger:
+	 * the peer still sends on the QP (its closed flag, which reaps
+	 * them).  Destroying the QP now would leave those requests to time
+	 * out; wait for them a while, unless the QP is of no use anyway.
+	 */
+	if (atomic_read(&q->nlinger) && !READ_ONCE(q->dying) &&
+	    !READ_ONCE(q->dead) && !test_bit(VISOCK_QP_BROKEN, &q->broken) &&
+	    time_before(jiffies, READ_ONCE(q->linger_last) +
+				 VISOCK_LINGER_MAX)) {
+		mutex_unlock(&vn->lgr_lock);
+		visock_qp_queue_idle(q, VISOCK_LINGER_CHECK);
+		goto out;
+	}
 	list_del_init(&q->net_node);
 	q->listed = false;
 	WRITE_ONCE(q->dying, true);
@@ -1133,6 +1147,7 @@ void visock_link_linger_rx(void *ctx, const struct visock_rx_ev *ev)
  */
 void visock_qp_reap(struct visock_qp *q, bool all)
 {
+	struct visock_net *vn = visock_net(q->net);
 	struct visock_link *l, *tmp;
 	unsigned int n = 0;
 	LIST_HEAD(gone);
@@ -1151,6 +1166,16 @@ void visock_qp_reap(struct visock_qp *q, bool all)
 	list_for_each_entry_safe(l, tmp, &gone, qp_node) {
 		kfree(l);
 		n++;
+	}
+	if (!n)
+		return;
+	atomic_sub(n, &q->nlinger);
+	/* The idle work may have been waiting for these. */
+	if (!all) {
+		mutex_lock(&vn->lgr_lock);
+		if (!q->nconns && q->listed)
+			visock_qp_queue_idle(q, visock_qp_idle_delay(q));
+		mutex_unlock(&vn->lgr_lock);
 	}
 	while (n--)
 		kref_put(&q->ref, visock_qp_free);

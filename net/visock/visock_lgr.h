@@ -48,6 +48,12 @@
  * before the QP is declared stuck and killed (which flushes them).
  */
 #define VISOCK_LINK_DETACH_TIMEOUT	(10 * HZ)
+/*
+ * How long an idle QP waits for the peer's closed flags of connections
+ * that linger on it, and how often it looks.
+ */
+#define VISOCK_LINGER_MAX	(30 * HZ)
+#define VISOCK_LINGER_CHECK	(HZ / 4)
 
 #define VISOCK_SLOTS_PER_PAGE	(PAGE_SIZE / VISOCK_LINK_CTRL_SLOT)
 
@@ -117,6 +123,8 @@ struct visock_qp_rx {
  * @max_conns: connections it may take
  * @links: attached connections (struct visock_link.qp_node)
  * @idle_work: destroys the QP once idle (see "Lifetime")
+ * @nlinger: connections lingering on the QP (see visock_link_destroy())
+ * @linger_last: jiffies when the last of them started to linger
  * @reap_work: frees lingering connections whose peer went quiet
  * @peer_addr: the peer's TCP address as a GID (IPv4-mapped)
  * @vdev: device the QP is attached to, NULL once detached
@@ -175,6 +183,8 @@ struct visock_qp {
 	unsigned int max_conns;
 	struct list_head links;
 	struct delayed_work idle_work;
+	atomic_t nlinger;
+	unsigned long linger_last;
 	struct work_struct reap_work;
 	union ib_gid peer_addr;
 

@@ -480,6 +480,8 @@ void visock_link_destroy(struct visock_link *l)
 	} else {
 		/* Keeps its reference to the QP until reaped. */
 		l->lingering = true;
+		atomic_inc(&q->nlinger);
+		WRITE_ONCE(q->linger_last, jiffies);
 	}
 	mutex_unlock(&q->lock);
 
