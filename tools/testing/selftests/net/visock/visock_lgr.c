@@ -345,6 +345,26 @@ static int *accept_n(struct vt_ctx *c, int n, bool small)
 	return fds;
 }
 
+/*
+ * End a test without QPs: a new lgr_idle_ms only counts for QPs that go
+ * idle later, so one more connection on each QP left ends with it at 0.
+ */
+static void settle(struct vt_ctx *c)
+{
+	int fd;
+
+	vt_sync(c, "settle");
+	sysctl_set("lgr_idle_ms", 0);
+	vt_sync(c, "settle set");
+	fd = su_pair(c);
+	close(fd);
+	vt_assert(proc_wait("lgr_connections", 0, WAIT_MS) == 0,
+		  "lgr_connections %lld after close", proc_get("lgr_connections"));
+	vt_assert(proc_wait("qps", 0, 40000) == 0, "%lld QPs left",
+		  proc_get("qps"));
+	vt_sync(c, "settled");
+}
+
 /* ---- share ---- */
 
 #define NSHARE	16
@@ -785,22 +805,7 @@ static void pool_reuse(struct vt_ctx *c)
 		  "the second connection did not join the QP");
 	vt_sync(c, "checked");
 	close(fd);
-	/* Leave no QP behind for the next test. */
-	if (vt_is_client(c)) {
-		vt_assert(proc_wait("lgr_connections", 0, WAIT_MS) == 0,
-			  "lgr_connections %lld after close",
-			  proc_get("lgr_connections"));
-		/* A new value only counts for QPs that go idle later. */
-		sysctl_set("lgr_idle_ms", 0);
-		fd = su_pair(c);
-		close(fd);
-		vt_assert(proc_wait("qps", 0, 30000) == 0, "%lld QPs left",
-			  proc_get("qps"));
-	} else {
-		sysctl_set("lgr_idle_ms", 0);
-		fd = su_pair(c);
-		close(fd);
-	}
+	settle(c);
 }
 
 /* ---- group_full ---- */
@@ -850,6 +855,9 @@ static void group_full(struct vt_ctx *c)
 	for (i = 0; i < NFULL; i++)
 		close(fds[i]);
 	free(fds);
+	sysctl_set("lgr_max_links", saved_vals[0]);
+	sysctl_set("lgr_link_conns", saved_vals[1]);
+	settle(c);
 }
 
 /* ---- mem_limit ---- */
@@ -918,6 +926,8 @@ static void mem_limit(struct vt_ctx *c)
 	for (i = 0; i < NMEM; i++)
 		close(fds[i]);
 	free(fds);
+	sysctl_set("lgr_mem_max_mb", saved_vals[3]);
+	settle(c);
 }
 
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
