@@ -86,8 +86,9 @@ table() {
 		return sprintf("%.3g", x)
 	}
 	# Efficiency of a run that moved BYTES: CPU of both guests per GiB,
-	# RoCE packets, rxe receive completions and visock work requests and
-	# completions (both hosts) per KiB.
+	# RoCE packets on the wire (sent plus received on both hosts, halved),
+	# rxe receive completions and visock work requests and completions
+	# (both hosts) per KiB.
 	function eff(tag, desc, l, line, bytes,    k, p) {
 		if (bytes <= 0) return
 		k = bytes / 1024
@@ -96,7 +97,7 @@ table() {
 		put("cpu" tag, l, (kv(line, "a_cpu_s") + kv(line, "b_cpu_s")) / (bytes / 1073741824))
 		if (l == "tcp") return
 		row("pkt" tag, "RoCE pkts/KiB, " desc, "pkts/KiB", "lower", "pkts" p, sz)
-		put("pkt" tag, l, (kv(line, "a_pkts") + kv(line, "b_pkts")) / k)
+		put("pkt" tag, l, (kv(line, "a_pkts") + kv(line, "b_pkts")) / 2 / k)
 		row("rcq" tag, "rxe recv CQEs/KiB, " desc, "CQEs/KiB", "lower", "rcqe" p, sz)
 		put("rcq" tag, l, (kv(line, "a_recvs") + kv(line, "b_recvs")) / k)
 		if (kv(line, "a_wr") == "na" || kv(line, "a_wr") == "") return
@@ -124,7 +125,7 @@ table() {
 			n = kv($0, "rounds") + kv($0, "warmup")
 			if (l != "tcp" && n > 0 && kv($0, "a_pkts") != "") {
 				row("rk" sz, "RoCE pkts per " hsize(sz) " round trip", "pkts", "lower", "rtpkts", sz)
-				put("rk" sz, l, (kv($0, "a_pkts") + kv($0, "b_pkts")) / n)
+				put("rk" sz, l, (kv($0, "a_pkts") + kv($0, "b_pkts")) / 2 / n)
 			}
 			if (n > 0 && kv($0, "a_wr") != "" && kv($0, "a_wr") != "na") {
 				row("rw" sz, "visock WRs per " hsize(sz) " round trip", "WRs", "lower", "rtwr", sz)
@@ -506,7 +507,7 @@ iperf_client() { # LABEL WRAP PORT
 	local label=$1 port=$3 j=$VISOCK_RESULTS/iperf3.$1.json mbps _
 	wrapper "$2"
 	for _ in $(seq 50); do
-		if "${WR[@]}" timeout $((${SECS%.*} + 60)) iperf3 -c "$VISOCK_PEER_IP" -p "$port" \
+		if "${WR[@]}" timeout $((${SECS%.*} * 2 + 20)) iperf3 -c "$VISOCK_PEER_IP" -p "$port" \
 			-t "$SECS" -l 65536 -J >"$j" 2>&1; then
 			mbps=$(awk '/"sum_received"/ { r = 1 } r && /"bits_per_second"/ {
 				gsub(/[^0-9.e+]/, "", $2); printf "%.2f\n", $2 / 8e6; exit }' "$j")
@@ -529,14 +530,14 @@ sockperf_client() { # LABEL WRAP PORT
 	wrapper "$2"
 	echo "T:$VISOCK_PEER_IP:$port" >"$f"
 	for _ in $(seq 50); do
-		if "${WR[@]}" timeout $((${SECS%.*} + 60)) sockperf ping-pong -f "$f" -F s \
+		if "${WR[@]}" timeout $((${SECS%.*} * 2 + 20)) sockperf ping-pong -f "$f" -F s \
 			-m 64 -t "$SECS" --full-rtt >"$o" 2>&1 &&
 			grep -q 'percentile 50.000' "$o"; then
 			awk -v l="$label" '/percentile 50.000/ { m = $NF } /percentile 99.000/ { p = $NF }
 				END { printf "RESULT label=%s test=sockperf tool=sockperf msg_size=64 rtt_median_us=%s rtt_p99_us=%s\n", l, m, p }' "$o"
 			return 0
 		fi
-		grep -qi 'refused\|connect' "$o" || break
+		grep -q 'refused' "$o" || break
 		sleep 0.2
 	done
 	grep -v '^sockperf: \(==\|\[\)' "$o" | tail -n 3 >&2
