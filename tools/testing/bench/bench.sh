@@ -13,10 +13,12 @@
 #   bench.sh --table FILE [CSV]  print the table of a result file (and
 #                                write it as CSV)
 #
-# A benchmark, not a test: it never asserts on numbers.  It exits non-zero
-# only if it could not run at all.  A part that cannot be measured gets a
-# "NOTE label=... test=... size=... why=..." line, and the table shows
-# "err" with the reason below it.
+# Test by test, every transport runs one after the other (the servers of
+# all socket transports stay up), so that all of them see about the same
+# load of the shared host.  A benchmark, not a test: it never asserts on
+# numbers.  It exits non-zero only if it could not run at all.  A part
+# that cannot be measured gets a "NOTE label=... test=... size=...
+# why=..." line, and the table shows "err" with the reason below it.
 #
 # Environment (defaults in brackets):
 #   BENCH_ONLY        space-separated transports and/or tests to run; a
@@ -263,7 +265,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${1:-}" = --usage ] || [ -z "${VISOCK_HOST:-}" ] || [ -z "${VISOCK_PEER_IP:-}" ]; then
-	sed -n '4,40s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,45s/^# \{0,1\}//p' "$0" >&2
 	echo "run inside the test bed (VISOCK_HOST, VISOCK_PEER_IP), e.g. via run-bench.sh" >&2
 	exit 2
 fi
@@ -370,13 +372,15 @@ snap() {
 		"$(ctr hw_counters/rcvd_pkts counters/port_rcv_packets)" \
 		"$(ctr hw_counters/rdma_recvs) ${wr:-na} ${wc:-na}"
 }
-# delta PREFIX BEFORE AFTER: the key=value form of the difference.
+# delta PREFIX BEFORE AFTER LABEL: the key=value form of the difference
+# (visock's counters only for visock's own measurements: the module stays
+# loaded while the others run).
 delta() {
-	awk -v p="$1" -v hz="$HZ" -v b="$2" -v a="$3" 'BEGIN {
+	awk -v p="$1" -v hz="$HZ" -v b="$2" -v a="$3" -v l="$4" 'BEGIN {
 		split(b, x, " "); split(a, y, " ")
 		printf "%s_cpu_s=%.2f %s_pkts=%d %s_recvs=%d", p, (y[1] - x[1]) / hz,
 			p, y[2] + y[3] - x[2] - x[3], p, y[4] - x[4]
-		if (x[5] == "na" || y[5] == "na")
+		if (x[5] == "na" || y[5] == "na" || l != "visock")
 			printf " %s_wr=na %s_wc=na", p, p
 		else
 			printf " %s_wr=%d %s_wc=%d", p, y[5] - x[5], p, y[6] - x[6]
@@ -405,7 +409,7 @@ measure() {
 			wait "$srv" 2>/dev/null || true
 		fi
 		s1=$(snap)
-		publish "$id-end" "$(delta b "$s0" "$s1")"
+		publish "$id-end" "$(delta b "$s0" "$s1" "$label")"
 		return 0
 	fi
 	await "$id-go"
@@ -418,7 +422,7 @@ measure() {
 	while read -r line; do
 		case $line in
 		RESULT*)
-			result "$line $(delta a "$s0" "$s1") $PEER_STATUS"
+			result "$line $(delta a "$s0" "$s1" "$label") $PEER_STATUS"
 			n=$((n + 1)) ;;
 		*) echo "$line" ;;
 		esac
@@ -451,55 +455,54 @@ wait_listening() {
 	say "server never said it listens: $(tail -n 2 "$1" | tr '\n' ' ')"
 }
 
-# sock_suite LABEL FAMILY PORT [WRAP]: the whole matrix over visock_bench,
-# then the real programs.  The first connection of the CRR test is the
-# first one between the hosts over this transport (the "new peer").
-sock_suite() {
-	local label=$1 fam=$2 port=$3 srv='' sz cli
-	wrapper "${4:-$1}"
-	cli=("${WR[@]}" "$BENCH" client -c "$VISOCK_PEER_IP" -f "$fam" -p "$port" -l "$label"
-		-T "$((${SECS%.*} * 4 + 300))")
-	if [ "$VISOCK_HOST" = b ]; then
-		"${WR[@]}" "$BENCH" server -f "$fam" -p "$port" -n 0 -T 7200 \
-			>"$VISOCK_RESULTS/server.$label.txt" 2>&1 &
-		srv=$!
-		# The first CRR connection is the first one to this peer: it
-		# must not wait for the server to start.
-		wait_listening "$VISOCK_RESULTS/server.$label.txt"
-	fi
-	SRV=()
-	if test_wanted crr; then
-		CLI=("${cli[@]}" -C -t "$SECS" -m "$CRR_MSG")
-		measure "$label" crr "$CRR_MSG"
-	fi
-	if test_wanted crr-keep; then
-		CLI=("${cli[@]}" -C -k -t "$SECS" -m "$CRR_MSG")
-		measure "$label" crr-keep "$CRR_MSG"
-	fi
-	if test_wanted rtt; then
-		for sz in $MSGS; do
-			CLI=("${cli[@]}" -P -r "$ROUNDS" -W "$WARMUP" -m "$sz")
-			measure "$label" rtt "$sz"
-		done
-	fi
-	if test_wanted stream; then
-		for sz in $WSIZES; do
-			CLI=("${cli[@]}" -S -t "$SECS" -w "$sz")
-			measure "$label" stream "$sz"
-		done
-	fi
-	if test_wanted par; then
-		CLI=("${cli[@]}" -N "$PAR" -t "$SECS" -w 65536)
-		measure "$label" par "$PAR"
-	fi
-	if [ -n "$srv" ]; then
-		kill "$srv" 2>/dev/null || true
-		wait "$srv" 2>/dev/null || true
-		if grep -q 'visock_bench:' "$VISOCK_RESULTS/server.$label.txt"; then
-			say "$label server: $(grep 'visock_bench:' "$VISOCK_RESULTS/server.$label.txt" | tail -n 1)"
+# sock_params LABEL: FAM, PORT and WRAPNAME of a socket transport.
+sock_params() {
+	case $1 in
+	tcp) FAM=inet PORT=5301 WRAPNAME=tcp ;;
+	visock) FAM=visock PORT=5302 WRAPNAME=visock ;;
+	smc-r) FAM=smc PORT=5303 WRAPNAME=smc-r ;;
+	rsocket) FAM=inet PORT=5304 WRAPNAME=rsocket ;;
+	*) return 1 ;;
+	esac
+}
+is_sock() { sock_params "$1"; }
+
+# start_server LABEL (host b): visock_bench's server, for the whole run.
+SERVERS=()
+start_server() {
+	sock_params "$1"
+	wrapper "$WRAPNAME"
+	"${WR[@]}" "$BENCH" server -f "$FAM" -p "$PORT" -n 0 -T 86400 \
+		>"$VISOCK_RESULTS/server.$1.txt" 2>&1 &
+	SERVERS+=($!)
+	# The first CRR connection is the first one to this peer: it must
+	# not wait for the server to start.
+	wait_listening "$VISOCK_RESULTS/server.$1.txt"
+}
+
+stop_servers() {
+	local pid l
+	for pid in "${SERVERS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	for l in "${ACTIVE[@]}"; do
+		if grep -qs 'visock_bench:' "$VISOCK_RESULTS/server.$l.txt"; then
+			say "$l server: $(grep 'visock_bench:' "$VISOCK_RESULTS/server.$l.txt" | tail -n 1)"
 		fi
-	fi
-	app_suite "$label" "$((port + 100))" "${4:-$1}"
+	done
+}
+
+# sock_measure LABEL TEST SIZE ARGS...: one visock_bench client run.
+sock_measure() {
+	local label=$1 test=$2 size=$3
+	shift 3
+	sock_params "$label"
+	wrapper "$WRAPNAME"
+	SRV=()
+	CLI=("${WR[@]}" "$BENCH" client -c "$VISOCK_PEER_IP" -f "$FAM" -p "$PORT" -l "$label"
+		-T "$((${SECS%.*} * 4 + 300))" "$@")
+	measure "$label" "$test" "$size"
 }
 
 # iperf3 client: retries until the server listens; one RESULT line.
@@ -544,31 +547,31 @@ sockperf_client() { # LABEL WRAP PORT
 	return 1
 }
 
-# app_suite LABEL PORT WRAP: iperf3 and sockperf as TRANSPORT runs them.
-app_suite() {
-	local label=$1 port=$2 w=$3 f=$VISOCK_RESULTS/sockperf-srv.feed
+# app_measure LABEL iperf3|sockperf: the program as LABEL runs programs.
+app_measure() {
+	local label=$1 test=$2 port w f=$VISOCK_RESULTS/sockperf-srv.feed size=65536
+	[ "$test" = iperf3 ] || size=64
+	if [ "$label" = smc-r ]; then
+		note smc-r "$test" "$size" "no SMC preload library here (smc_run is part of smc-tools, not packaged in Debian 12)"
+		return 0
+	fi
+	# Ports of their own: iperf3 at +100, sockperf at +200 (a port
+	# another program just used may still have connections in
+	# TIME_WAIT, and sockperf's server does not reuse addresses).
+	sock_params "$label"
+	port=$((PORT + 100))
+	w=$WRAPNAME
 	[ "$w" != visock ] || w=visock-app
-	if test_wanted iperf3; then
-		wrapper "$w"
+	wrapper "$w"
+	if [ "$test" = iperf3 ]; then
 		SRV=("${WR[@]}" iperf3 -s -1 -p "$port")
 		CLI=(iperf_client "$label" "$w" "$port")
-		if [ "$label" = smc-r ]; then
-			note smc-r iperf3 65536 "no SMC preload library here (smc_run is part of smc-tools, not packaged in Debian 12)"
-		else
-			measure "$label" iperf3 65536
-		fi
-	fi
-	if test_wanted sockperf; then
-		echo "T:$VISOCK_LOCAL_IP:$((port + 1))" >"$f"
-		wrapper "$w"
+	else
+		echo "T:$VISOCK_LOCAL_IP:$((port + 100))" >"$f"
 		SRV=("${WR[@]}" sockperf server -f "$f" -F s)
-		CLI=(sockperf_client "$label" "$w" "$((port + 1))")
-		if [ "$label" = smc-r ]; then
-			note smc-r sockperf 64 "no SMC preload library here (smc_run is part of smc-tools, not packaged in Debian 12)"
-		else
-			measure "$label" sockperf 64
-		fi
+		CLI=(sockperf_client "$label" "$w" "$((port + 100))")
 	fi
+	measure "$label" "$test" "$size"
 	SRV=()
 }
 
@@ -610,46 +613,37 @@ perf_client() {
 	echo "RESULT label=$PERF_LABEL family=verbs $line tool=$tool"
 }
 
-# perf_suite LABEL BW_TOOL LAT_TOOL EXTRA...: stream and round trips with
-# perftest (server on b, client on a), one port per measurement.
-perf_suite() {
-	local label=$1 bw=$2 lat=$3 port=18515 sz iters dur
-	shift 3
+# perf_measure LABEL TEST SIZE: one perftest measurement (server on b,
+# client on a) for verbs (RDMA WRITE, busy polling) or verbs-ev (SEND,
+# completion events), on a port of its own.
+PERF_PORT=18515
+perf_measure() {
+	local label=$1 test=$2 sz=$3 tool kind=bw iters opts=()
+	PERF_PORT=$((PERF_PORT + 1))
 	PERF_LABEL=$label
-	if test_wanted stream; then
-		for sz in $WSIZES; do
-			if [ "$bw" = ib_send_bw ]; then
-				# No duration mode with events: about SECS x 10 MB.
-				iters=${BENCH_IB_ITERS:-$((${SECS%.*} * 10000000 / sz))}
-				[ "$iters" -ge 100 ] || iters=100
-				[ "$iters" -le 50000 ] || iters=50000
-				dur=(-n "$iters")
-				PERF_SECS=0
-			else
-				dur=(-D "$SECS")
-				PERF_SECS=$SECS
-			fi
-			port=$((port + 1))
-			SRV=(timeout 300 "$bw" -d "$IBDEV" -i 1 "${GID[@]}" -s "$sz" "${dur[@]}" "$@" -p "$port")
-			CLI=(perf_client bw "$sz" "$bw" -d "$IBDEV" -i 1 "${GID[@]}" -s "$sz" "${dur[@]}" "$@" -p "$port")
-			measure "$label" stream "$sz"
-		done
-	fi
-	if test_wanted par && [ "$bw" = ib_write_bw ]; then
-		port=$((port + 1))
-		SRV=(timeout 300 "$bw" -d "$IBDEV" -i 1 "${GID[@]}" -s 65536 -q "$PAR" -D "$SECS" -p "$port")
-		CLI=(perf_client par 65536 "$bw" -d "$IBDEV" -i 1 "${GID[@]}" -s 65536 -q "$PAR" -D "$SECS" -p "$port")
-		PERF_SECS=$SECS
-		measure "$label" par "$PAR"
-	fi
-	if test_wanted rtt; then
-		for sz in $MSGS; do
-			port=$((port + 1))
-			SRV=(timeout 300 "$lat" -d "$IBDEV" -i 1 "${GID[@]}" -s "$sz" -n "$ROUNDS" "$@" -p "$port")
-			CLI=(perf_client lat "$sz" "$lat" -d "$IBDEV" -i 1 "${GID[@]}" -s "$sz" -n "$ROUNDS" "$@" -p "$port")
-			measure "$label" rtt "$sz"
-		done
-	fi
+	PERF_SECS=0
+	case $label/$test in
+	verbs/stream)
+		tool=ib_write_bw opts=(-D "$SECS") PERF_SECS=$SECS ;;
+	verbs-ev/stream)
+		# No duration mode with events: about SECS x 10 MB.
+		iters=${BENCH_IB_ITERS:-$((${SECS%.*} * 10000000 / sz))}
+		[ "$iters" -ge 100 ] || iters=100
+		[ "$iters" -le 50000 ] || iters=50000
+		tool=ib_send_bw opts=(-n "$iters" -e) ;;
+	verbs/par)
+		tool=ib_write_bw kind=par sz=65536 opts=(-q "$PAR" -D "$SECS") PERF_SECS=$SECS ;;
+	verbs/rtt)
+		tool=ib_write_lat kind=lat opts=(-n "$ROUNDS") ;;
+	verbs-ev/rtt)
+		tool=ib_send_lat kind=lat opts=(-n "$ROUNDS" -e) ;;
+	*)
+		return 0 ;;
+	esac
+	opts=(-d "$IBDEV" -i 1 "${GID[@]}" -s "$sz" "${opts[@]}" -p "$PERF_PORT")
+	SRV=(timeout 300 "$tool" "${opts[@]}")
+	CLI=(perf_client "$kind" "$sz" "$tool" "${opts[@]}")
+	measure "$label" "$test" "$3"
 	SRV=()
 }
 
@@ -692,36 +686,32 @@ both_ok() {
 	return 1
 }
 
-smc_bench() {
+# The transports need setting up on both hosts; one that is not ready
+# on either host gets a NOTE and is left out of ACTIVE on both.
+smc_ready() {
 	local why
 	why=$(smc_setup) || true
-	both_ok smc-setup "$why" || { note smc-r all "" "$WHY_BOTH"; return 0; }
-	sock_suite smc-r smc 5303
-	if [ "$VISOCK_HOST" = a ] && [ -s "$OUT" ]; then
-		# rxe packets prove SMC-R did not fall back to TCP.
-		grep -q "^RESULT label=smc-r .*a_pkts=[0-9]\{3,\}" "$OUT" ||
-			note smc-r all "" "few or no RoCE packets: the connections may have fallen back to TCP"
-	fi
+	both_ok smc-setup "$why" || { note smc-r all "" "$WHY_BOTH"; return 1; }
 }
 
-rsocket_bench() {
+rsocket_ready() {
 	local why=ok
 	if [ ! -r "$RSPRELOAD" ]; then
 		why="no $RSPRELOAD (Debian package librdmacm1)"
 	elif ! modprobe rdma_ucm 2>"$VISOCK_RESULTS/rdma_ucm.txt"; then
 		why="modprobe rdma_ucm failed: $(tr '\n' ' ' <"$VISOCK_RESULTS/rdma_ucm.txt")"
 	fi
-	both_ok rsocket-setup "$why" || { note rsocket all "" "$WHY_BOTH"; return 0; }
-	sock_suite rsocket inet 5304 rsocket
+	both_ok rsocket-setup "$why" || { note rsocket all "" "$WHY_BOTH"; return 1; }
 }
 
-visock_bench() {
-	local why=ok ko=${VISOCK_SRC:-/nonexistent}/build/$KVER/visock.ko loaded=0
+VISOCK_LOADED=0
+visock_ready() {
+	local why=ok ko=${VISOCK_SRC:-/nonexistent}/build/$KVER/visock.ko
 	modprobe ib_core
 	# The bed loads the freshly built module; real hosts may have it
 	# loaded or installed (DKMS) already.
 	if [ -d /sys/module/visock ]; then
-		loaded=1
+		VISOCK_LOADED=1
 	elif [ -f "$ko" ]; then
 		insmod "$ko" 2>"$VISOCK_RESULTS/insmod.txt" || why="insmod $ko failed"
 	else
@@ -734,16 +724,24 @@ visock_bench() {
 		sysctl -qw net.visock.rbuf_default="$RBUF"
 		say "visock receive rings: $(sysctl -n net.visock.rbuf_default) bytes"
 	fi
-	both_ok visock-setup "$why" || { note visock all "" "$WHY_BOTH"; return 0; }
-	sock_suite visock visock 5302
-	if [ "$VISOCK_HOST" = a ]; then
-		say "/proc/net/visock after the visock runs (zero fallback counters left out)"
-		grep -v '^fallback_.* 0$' /proc/net/visock || true
-		[ "$(awk '$1 == "rdma_bytes_sent" { print $2 }' /proc/net/visock)" != 0 ] ||
-			note visock all "" "no payload crossed RDMA (rdma_bytes_sent 0): the connections fell back to TCP"
-	fi
-	sync_point visock-unload
-	[ "$loaded" = 1 ] || rmmod visock || say "rmmod visock failed"
+	both_ok visock-setup "$why" || { note visock all "" "$WHY_BOTH"; return 1; }
+}
+
+# for_each TEST SIZE ARGS...: TEST of every active transport, one after
+# the other, so that all of them see about the same host load.
+for_each() {
+	local test=$1 size=$2 l
+	shift 2
+	for l in "${ACTIVE[@]}"; do
+		if is_sock "$l"; then
+			case $test in
+			iperf3|sockperf) app_measure "$l" "$test" ;;
+			*) sock_measure "$l" "$test" "$size" "$@" ;;
+			esac
+		else
+			perf_measure "$l" "$test" "$size"
+		fi
+	done
 }
 
 if [ ! -x "$BENCH" ] || [ ! -x "$SMC_SETUP" ]; then
@@ -755,32 +753,51 @@ fi
 result "INFO kernel=$KVER host=$VISOCK_HOST peer=$VISOCK_PEER_IP date=$(date -u +%Y-%m-%dT%H:%M:%SZ) secs=$SECS rounds=$ROUNDS warmup=$WARMUP par=$PAR transports=$(xargs <<<"$TRANSPORTS" | tr ' ' ,) tests=$(xargs <<<"$TESTS" | tr ' ' ,)"
 say "kernel $KVER, $IBDEV: $(cat "$PORTDIR/state")"
 
-if transport_wanted tcp; then
-	say "TCP"
-	sock_suite tcp inet 5301
+ACTIVE=()
+if transport_wanted tcp; then ACTIVE+=(tcp); fi
+if transport_wanted visock && visock_ready; then ACTIVE+=(visock); fi
+if transport_wanted smc && smc_ready; then ACTIVE+=(smc-r); fi
+if transport_wanted rsocket && rsocket_ready; then ACTIVE+=(rsocket); fi
+if transport_wanted verbs; then ACTIVE+=(verbs); fi
+if transport_wanted verbs-ev; then ACTIVE+=(verbs-ev); fi
+say "transports: ${ACTIVE[*]} (rsocket: LD_PRELOAD=$RSPRELOAD)"
+if [ "$VISOCK_HOST" = b ]; then
+	for l in "${ACTIVE[@]}"; do
+		if is_sock "$l"; then start_server "$l"; fi
+	done
 fi
-if transport_wanted visock; then
-	say "visock"
-	visock_bench
-fi
-if transport_wanted rsocket; then
-	say "rsocket (LD_PRELOAD=$RSPRELOAD)"
-	rsocket_bench
-fi
-if transport_wanted smc; then
-	say "SMC-R"
-	smc_bench
-fi
-if transport_wanted verbs; then
-	say "raw verbs (ib_write_bw, ib_write_lat)"
-	perf_suite verbs ib_write_bw ib_write_lat
-fi
-if transport_wanted verbs-ev; then
-	say "raw verbs with completion events (ib_send_bw -e, ib_send_lat -e)"
-	perf_suite verbs-ev ib_send_bw ib_send_lat -e
-fi
+sync_point servers
 
+# Test by test, each over every transport.  CRR first: its first
+# connection is the first one between the hosts over that transport.
+if test_wanted crr; then for_each crr "$CRR_MSG" -C -t "$SECS" -m "$CRR_MSG"; fi
+if test_wanted crr-keep; then for_each crr-keep "$CRR_MSG" -C -k -t "$SECS" -m "$CRR_MSG"; fi
+if test_wanted rtt; then
+	for sz in $MSGS; do for_each rtt "$sz" -P -r "$ROUNDS" -W "$WARMUP" -m "$sz"; done
+fi
+if test_wanted stream; then
+	for sz in $WSIZES; do for_each stream "$sz" -S -t "$SECS" -w "$sz"; done
+fi
+if test_wanted par; then for_each par "$PAR" -N "$PAR" -t "$SECS" -w 65536; fi
+if test_wanted iperf3; then for_each iperf3 65536; fi
+if test_wanted sockperf; then for_each sockperf 64; fi
+
+[ "$VISOCK_HOST" = a ] || stop_servers
+if [ "$VISOCK_HOST" = a ] && [[ " ${ACTIVE[*]} " == *" visock "* ]]; then
+	say "/proc/net/visock after the runs (zero fallback counters left out)"
+	grep -v '^fallback_.* 0$' /proc/net/visock || true
+	[ "$(awk '$1 == "rdma_bytes_sent" { print $2 }' /proc/net/visock)" != 0 ] ||
+		note visock all "" "no payload crossed RDMA (rdma_bytes_sent 0): the connections fell back to TCP"
+fi
+if [ "$VISOCK_HOST" = a ] && [[ " ${ACTIVE[*]} " == *" smc-r "* ]]; then
+	# rxe packets prove SMC-R did not fall back to TCP.
+	grep -q "^RESULT label=smc-r .*a_pkts=[0-9]\{3,\}" "$OUT" ||
+		note smc-r all "" "few or no RoCE packets: the connections may have fallen back to TCP"
+fi
 sync_point end
+if [[ " ${ACTIVE[*]} " == *" visock "* ]] && [ "$VISOCK_LOADED" = 0 ]; then
+	rmmod visock || say "rmmod visock failed"
+fi
 if [ "$VISOCK_HOST" = a ]; then
 	say "results ($KVER)"
 	table "$OUT"
