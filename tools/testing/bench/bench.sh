@@ -511,7 +511,8 @@ iperf_client() { # LABEL WRAP PORT
 	wrapper "$2"
 	for _ in $(seq 50); do
 		if "${WR[@]}" timeout $((${SECS%.*} * 2 + 20)) iperf3 -c "$VISOCK_PEER_IP" -p "$port" \
-			-t "$SECS" -l 65536 -J >"$j" 2>&1; then
+			-t "$SECS" -l 65536 -J >"$j" 2>&1 &&
+			! grep -q 'Connection refused' "$j"; then
 			mbps=$(awk '/"sum_received"/ { r = 1 } r && /"bits_per_second"/ {
 				gsub(/[^0-9.e+]/, "", $2); printf "%.2f\n", $2 / 8e6; exit }' "$j")
 			if [ -z "$mbps" ] || [ "$mbps" = 0.00 ]; then
@@ -580,11 +581,15 @@ app_measure() {
 # perf_client KIND SIZE TOOL ARGS...: run a perftest client (retrying
 # until its server listens) and print its RESULT line.
 perf_client() {
-	local kind=$1 size=$2 tool=$3 out=$VISOCK_RESULTS/perf.out _ line
+	local kind=$1 size=$2 tool=$3 out=$VISOCK_RESULTS/perf.out _ line rc
 	shift 3
 	for _ in $(seq 30); do
-		if timeout 300 "$tool" "$@" "$VISOCK_PEER_IP" >"$out" 2>&1; then
-			break
+		rc=0
+		timeout "$PERF_TIMEOUT" "$tool" "$@" "$VISOCK_PEER_IP" >"$out" 2>&1 || rc=$?
+		[ "$rc" != 0 ] || break
+		if [ "$rc" = 124 ]; then
+			echo "$tool timed out after $PERF_TIMEOUT s (stalled)" >&2
+			return 1
 		fi
 		grep -q "Couldn't connect\|Unable to open file descriptor\|Connection refused" "$out" || {
 			tail -n 2 "$out" >&2
@@ -617,6 +622,7 @@ perf_client() {
 # client on a) for verbs (RDMA WRITE, busy polling) or verbs-ev (SEND,
 # completion events), on a port of its own.
 PERF_PORT=18515
+PERF_TIMEOUT=$((${SECS%.*} * 4 + 60))
 perf_measure() {
 	local label=$1 test=$2 sz=$3 tool kind=bw iters opts=()
 	PERF_PORT=$((PERF_PORT + 1))
@@ -641,7 +647,7 @@ perf_measure() {
 		return 0 ;;
 	esac
 	opts=(-d "$IBDEV" -i 1 "${GID[@]}" -s "$sz" "${opts[@]}" -p "$PERF_PORT")
-	SRV=(timeout 300 "$tool" "${opts[@]}")
+	SRV=(timeout "$((PERF_TIMEOUT + 30))" "$tool" "${opts[@]}")
 	CLI=(perf_client "$kind" "$sz" "$tool" "${opts[@]}")
 	measure "$label" "$test" "$3"
 	SRV=()
