@@ -11,6 +11,7 @@ set output dir . "/bench.png"
 set datafile separator comma
 set key top left autotitle columnheader
 set grid
+set offsets graph 0.03, graph 0.03, 0, 0
 set logscale x 2
 set xtics ("64 B" 64, "256 B" 256, "1 KiB" 1024, "4 KiB" 4096, "16 KiB" 16384, \
 	"64 KiB" 65536, "256 KiB" 262144, "1 MiB" 1048576)
