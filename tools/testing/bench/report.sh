@@ -25,8 +25,10 @@ command -v gnuplot >/dev/null || exit 0
 # One CSV per panel (contiguous rows); transports are the columns from
 # the sixth on, up to the visock/X ratios.
 ntr=$(head -n 1 "$dir/table.csv" | tr ',' '\n' | sed -n '6,$p' | grep -vc '^visock/' || true)
+has=''
 for g in stream rtt cpu; do
 	awk -F, -v g="$g" 'NR == 1 || $4 == g' "$dir/table.csv" >"$dir/chart-$g.csv"
+	has+="; has_$g=$(($(wc -l <"$dir/chart-$g.csv") > 1))"
 done
-gnuplot -e "dir='$dir'; ntr=$ntr; heading='$(tr -d "'" <<<"${heading%,}")'" "$HERE/chart.gp" \
+gnuplot -e "dir='$dir'; ntr=$ntr; heading='$(tr -d "'" <<<"${heading%,}")'$has" "$HERE/chart.gp" \
 	2>"$dir/chart.log" || echo "report.sh: gnuplot failed, see $dir/chart.log" >&2
