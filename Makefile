@@ -6,7 +6,7 @@
 #   make KDIR=<build dir>     ... or for another kernel's headers
 #   make check                the whole test suite (see README)
 #   make demo                 two emulated hosts talking over visock
-#   make bench                TCP/visock/verbs/SMC-R numbers on the emulated hosts
+#   make bench                TCP/visock/SMC-R/rsocket/verbs numbers on the emulated hosts
 #   make install              install the module and the tools
 #
 # Inner-loop targets: modules-testbed, checkpatch, kunit, vm-test,

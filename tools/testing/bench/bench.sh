@@ -1,32 +1,45 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# bench.sh - guest half of "make bench": stream throughput and 64 B
-# ping-pong round-trip time for TCP, visock, raw verbs (perftest's
-# ib_write_bw / ib_write_lat, and ib_send_bw / ib_send_lat with completion
-# events) and in-kernel SMC-R, side by side.
+# bench.sh - guest half of "make bench": TCP, visock, rsocket, in-kernel
+# SMC-R and raw verbs (perftest) side by side, over the matrix of issue 9:
+# stream throughput per write size, request/response round trips per
+# message size (median, p99), connection setup (CRR), parallel streams,
+# guest CPU time and RDMA packets, work requests and completions per KiB,
+# and real programs (iperf3, sockperf).
 #
-#   bench.sh [BENCH_X=V...]  run in both guests of the two-host bed
-#                            (VISOCK_HOST=a: clients, b: servers)
-#   bench.sh --table FILE    print the side-by-side table of a result file
+#   bench.sh [BENCH_X=V...]      run in both guests of the two-host bed
+#                                (VISOCK_HOST=a: clients, b: servers)
+#   bench.sh --table FILE [CSV]  print the table of a result file (and
+#                                write it as CSV)
 #
-# A benchmark, not a test: it never asserts on numbers.  It exits non-zero
-# only if it could not run at all.  A transport that cannot be measured
-# gets a "NOTE <name>: not measured: <why>" line instead of numbers.
+# Test by test, every transport runs one after the other (the servers of
+# all socket transports stay up), so that all of them see about the same
+# load of the shared host.  A benchmark, not a test: it never asserts on
+# numbers.  It exits non-zero only if it could not run at all.  A part
+# that cannot be measured gets a "NOTE label=... test=... size=...
+# why=..." line, and the table shows "err" with the reason below it.
 #
 # Environment (defaults in brackets):
-#   BENCH_SECS        stream seconds per transport [8]
-#   BENCH_WSIZE       stream write size, bytes [65536]
-#   BENCH_ROUNDS      timed ping-pong round trips [2000]
-#   BENCH_WARMUP      warm-up round trips [200]
-#   BENCH_MSG         ping-pong message size, bytes [64]
-#   BENCH_IB_ITERS    ib_send_bw -e messages (no duration mode) [1000]
+#   BENCH_ONLY        space-separated transports and/or tests to run; a
+#                     class not named runs whole [all].  Transports: tcp
+#                     visock rsocket smc verbs verbs-ev.  Tests: crr
+#                     crr-keep rtt stream par iperf3 sockperf
+#   BENCH_SECS        seconds per stream, CRR, parallel and program run [5]
+#   BENCH_WSIZES      stream write sizes, bytes [64 1024 16384 65536 1048576]
+#   BENCH_MSGS        request/response sizes, bytes [64 1024 16384]
+#   BENCH_ROUNDS      timed round trips per size [1000]
+#   BENCH_WARMUP      warm-up round trips [100]
+#   BENCH_PAR         parallel streams (64 KiB writes) [64]
+#   BENCH_CRR_MSG     CRR request and response size, bytes [64]
+#   BENCH_IB_ITERS    ib_send_bw -e messages [about BENCH_SECS x 10 MB]
 #   BENCH_RBUF        visock receive ring, net.visock.rbuf_default [1048576]
-#   BENCH_ONLY        space-separated subset of
-#                     "tcp visock verbs verbs-ev smc" [all]
 #   BENCH_IBDEV       RDMA device [rxe0]
+#   BENCH_NETDEV      its net device, for SMC-R's pnet table [eth0]
 #   BENCH_GID_INDEX   perftest -x GID index [perftest's choice]
 #   BENCH_SMC_EID     SMC-Rv2 user-defined EID [VISOCK-BENCH]
+#   BENCH_RSPRELOAD   rsocket preload library
+#                     [/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so]
 #   BENCH_SYNC_TIMEOUT  seconds to wait for the other host at each step [600]
 #
 # Client results go to $VISOCK_RESULTS/bench.txt on host a.
@@ -40,85 +53,207 @@ SMC_SETUP=$DIR/smc_setup
 # Table (also used by the host wrapper)
 # ---------------------------------------------------------------------------
 
-# table FILE: one row per transport from the RESULT and NOTE lines.
+# table FILE [CSV]: one row per metric, one column per transport, and the
+# ratios visock/SMC-R, visock/rsocket and visock/raw verbs.
 table() {
-	awk '
-	function kv(line, key,    n, i, f, a) {
+	awk -v csv="${2:-}" '
+	function kv(line, key,    n, i, f) {
 		n = split(line, f, " ")
 		for (i = 1; i <= n; i++)
 			if (index(f[i], key "=") == 1)
 				return substr(f[i], length(key) + 2)
 		return ""
 	}
-	function add(l) { if (!(l in seen)) { seen[l] = 1; order[++nl] = l } }
+	function hsize(b) {
+		if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) " MiB"
+		if (b >= 1024 && b % 1024 == 0) return (b / 1024) " KiB"
+		return b " B"
+	}
+	# row ID NAME UNIT BETTER GROUP SIZE: declare a row (kept in order)
+	# of the measurement in t and sz (a NOTE of the same test and size
+	# becomes the error of its cells).
+	function row(id, name, unit, better, group, size) {
+		if (id in rname) return
+		rname[id] = name; runit[id] = unit; rbetter[id] = better
+		rgroup[id] = group; rsize[id] = size; rorder[++nr] = id
+		rtest[id] = t == "pingpong" ? "rtt" : t; rtsize[id] = sz
+	}
+	function put(id, l, v) { if (v != "") val[id, l] = v }
+	function num(x) { return x ~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/ }
+	function fmt(x) {
+		if (!num(x)) return x
+		if (x >= 1000) return sprintf("%.0f", x)
+		if (x >= 10) return sprintf("%.1f", x)
+		if (x >= 0.1) return sprintf("%.2f", x)
+		return sprintf("%.3g", x)
+	}
+	# Efficiency of a run that moved BYTES: CPU of both guests per GiB,
+	# RoCE packets on the wire (sent plus received on both hosts, halved),
+	# rxe receive completions and visock work requests and completions
+	# (both hosts) per KiB.
+	function eff(tag, desc, l, line, bytes,    k, p) {
+		if (bytes <= 0) return
+		k = bytes / 1024
+		p = t == "par" ? "par" : ""
+		row("cpu" tag, "CPU s/GiB, " desc, "s/GiB", "lower", "cpu" p, sz)
+		put("cpu" tag, l, (kv(line, "a_cpu_s") + kv(line, "b_cpu_s")) / (bytes / 1073741824))
+		if (l == "tcp") return
+		row("pkt" tag, "RoCE pkts/KiB, " desc, "pkts/KiB", "lower", "pkts" p, sz)
+		put("pkt" tag, l, (kv(line, "a_pkts") + kv(line, "b_pkts")) / 2 / k)
+		row("rcq" tag, "rxe recv CQEs/KiB, " desc, "CQEs/KiB", "lower", "rcqe" p, sz)
+		put("rcq" tag, l, (kv(line, "a_recvs") + kv(line, "b_recvs")) / k)
+		if (kv(line, "a_wr") == "na" || kv(line, "a_wr") == "") return
+		row("wr" tag, "visock WRs/KiB, " desc, "WRs/KiB", "lower", "wr" p, sz)
+		put("wr" tag, l, (kv(line, "a_wr") + kv(line, "b_wr")) / k)
+		row("wc" tag, "visock WCs/KiB, " desc, "WCs/KiB", "lower", "wc" p, sz)
+		put("wc" tag, l, (kv(line, "a_wc") + kv(line, "b_wc")) / k)
+	}
+	function addl(l) { if (!(l in seen)) { seen[l] = 1; lorder[++nl] = l } }
+	/^INFO / { info = $0 }
 	/^RESULT / {
-		l = kv($0, "label"); add(l)
-		t = kv($0, "test")
+		l = kv($0, "label"); t = kv($0, "test"); addl(l)
 		if (t == "stream") {
-			mbs[l] = kv($0, "MBps"); gbs[l] = kv($0, "Gbps")
+			sz = kv($0, "write_size")
+			id = "s" sz
+			row(id, "stream " hsize(sz) " writes", "MB/s", "higher", "stream", sz)
+			put(id, l, kv($0, "MBps"))
+			eff(id, hsize(sz) " stream", l, $0, kv($0, "bytes"))
 		} else if (t == "pingpong") {
-			med[l] = kv($0, "rtt_median_us"); p99[l] = kv($0, "rtt_p99_us")
-			mean[l] = kv($0, "rtt_mean_us")
+			sz = kv($0, "msg_size")
+			row("rm" sz, "RTT " hsize(sz) ", median", "us", "lower", "rtt", sz)
+			row("rp" sz, "RTT " hsize(sz) ", p99", "us", "lower", "rttp99", sz)
+			put("rm" sz, l, kv($0, "rtt_median_us"))
+			put("rp" sz, l, kv($0, "rtt_p99_us"))
+			n = kv($0, "rounds") + kv($0, "warmup")
+			if (l != "tcp" && n > 0 && kv($0, "a_pkts") != "") {
+				row("rk" sz, "RoCE pkts per " hsize(sz) " round trip", "pkts", "lower", "rtpkts", sz)
+				put("rk" sz, l, (kv($0, "a_pkts") + kv($0, "b_pkts")) / 2 / n)
+			}
+			if (n > 0 && kv($0, "a_wr") != "" && kv($0, "a_wr") != "na") {
+				row("rw" sz, "visock WRs per " hsize(sz) " round trip", "WRs", "lower", "rtwr", sz)
+				put("rw" sz, l, (kv($0, "a_wr") + kv($0, "b_wr")) / n)
+			}
+		} else if (t == "crr") {
+			sz = kv($0, "msg_size")
+			row("cf", "CRR new peer: first connection", "us", "lower", "crrfirst", sz)
+			row("cr", "CRR, no other connection open", "conn/s", "higher", "crr", sz)
+			row("cm", "CRR, no other connection open, median", "us", "lower", "crrlat", sz)
+			put("cf", l, kv($0, "first_us"))
+			put("cr", l, kv($0, "conn_per_s"))
+			put("cm", l, kv($0, "crr_median_us"))
+		} else if (t == "crr-keep") {
+			sz = kv($0, "msg_size")
+			row("kr", "CRR, one connection open (existing link)", "conn/s", "higher", "crr", sz)
+			row("km", "CRR, one connection open, median", "us", "lower", "crrlat", sz)
+			put("kr", l, kv($0, "conn_per_s"))
+			put("km", l, kv($0, "crr_median_us"))
+		} else if (t == "par") {
+			id = "par"
+			sz = kv($0, "streams")
+			row(id, sz " parallel streams, 64 KiB writes", "MB/s", "higher", "par", sz)
+			put(id, l, kv($0, "MBps"))
+			eff(id, kv($0, "streams") " streams", l, $0, kv($0, "bytes"))
+		} else if (t == "iperf3") {
+			sz = kv($0, "write_size")
+			row("ip", "iperf3, " hsize(sz) " writes", "MB/s", "higher", "iperf3", sz)
+			put("ip", l, kv($0, "MBps"))
+		} else if (t == "sockperf") {
+			sz = kv($0, "msg_size")
+			row("spm", "sockperf ping-pong " hsize(sz) ", median", "us", "lower", "sockperf", sz)
+			row("spp", "sockperf ping-pong " hsize(sz) ", p99", "us", "lower", "sockperfp99", sz)
+			put("spm", l, kv($0, "rtt_median_us"))
+			put("spp", l, kv($0, "rtt_p99_us"))
 		}
-		p = kv($0, "rxe_sent_pkts")
-		if (p != "")
-			pk[l] += p + kv($0, "rxe_rcvd_pkts")
-		m = kv($0, "mode")
-		tl = kv($0, "tool")
-		f = kv($0, "family")
-		if (tl == "" && f == "inet") tl = "AF_INET"
-		if (tl == "" && f == "visock") tl = "AF_VISOCK"
-		if (tl == "" && f == "smc") tl = "AF_SMC (SMC-Rv2)"
-		if (tl != "" && index(" + " tools[l] " + ", " + " tl " + ") == 0)
-			tools[l] = tools[l] (tools[l] == "" ? "" : " + ") tl
-		if (m != "" && index("/" mode[l] "/", "/" m "/") == 0)
-			mode[l] = mode[l] (mode[l] == "" ? "" : "/") m
-		r = kv($0, "ns_rdma_sent") + kv($0, "ns_rdma_rcvd")
-		c = kv($0, "ns_tcp_sent") + kv($0, "ns_tcp_rcvd")
-		if (kv($0, "ns_rdma_sent") != "") { rb[l] += r; tb[l] += c }
-		n = kv($0, "note")
-		gsub(/_/, " ", n)
-		if (n != "")
-			note[l] = n
 		next
 	}
 	/^NOTE / {
-		l = $2; sub(/:$/, "", l); add(l)
-		s = $0; sub(/^NOTE [^ ]* /, "", s); skip[l] = s
+		l = kv($0, "label"); t = kv($0, "test"); sz = kv($0, "size"); addl(l)
+		w = $0; sub(/^.* why=/, "", w)
+		notes[++nn] = l (t == "all" ? "" : " " t (sz == "" ? "" : " " sz)) ": " w
+		err[l, t, sz] = nn
+		if (t == "all") errall[l] = nn
+		next
 	}
-	function v(x) { return x == "" ? "-" : x }
+	# The cell of row ID for transport L: value, "err[N]" or "-".
+	function cell(id, l) {
+		if ((id, l) in val) return val[id, l]
+		if ((l, rtest[id], rtsize[id]) in err) return "err[" err[l, rtest[id], rtsize[id]] "]"
+		if (l in errall) return "err[" errall[l] "]"
+		return "-"
+	}
+	function ratio(id, a, b,    x, y) {
+		x = cell(id, a); y = cell(id, b)
+		if (!num(x) || !num(y) || y == 0) return "-"
+		return sprintf("%.2f", x / y)
+	}
 	END {
-		printf "%-8s %11s %9s %12s %9s %9s %10s  %s\n", "", "stream", "", \
-			"64 B RTT", "", "", "RoCE pkts", ""
-		printf "%-8s %11s %9s %12s %9s %9s %10s  %s\n", "transport", "MB/s", \
-			"Gbit/s", "median us", "p99 us", "mean us", "(a, rx+tx)", "notes"
-		for (i = 1; i <= nl; i++) {
-			l = order[i]
-			if (l in skip && !(l in mbs) && !(l in med)) {
-				printf "%-8s %s\n", l, skip[l]
-				continue
-			}
-			nt = ""
-			if (l in tools)
-				nt = tools[l]
-			if (l in mode)
-				nt = nt (nt == "" ? "" : ", ") "mode " mode[l]
-			if (l in rb)
-				nt = nt sprintf(", payload over RDMA %d B, over TCP %d B", rb[l], tb[l])
-			if (l in note)
-				nt = nt (nt == "" ? "" : ", ") note[l]
-			if (l in skip)
-				nt = nt (nt == "" ? "" : ", ") skip[l]
-			printf "%-8s %11s %9s %12s %9s %9s %10s  %s\n", l, v(mbs[l]), \
-				v(gbs[l]), v(med[l]), v(p99[l]), v(mean[l]), \
-				(l in pk) ? pk[l] : "-", nt
+		# Columns: the known transports first, in this order.
+		split("tcp visock smc-r rsocket verbs verbs-ev", known, " ")
+		nc = 0
+		for (i = 1; i <= 6; i++)
+			if (known[i] in seen) { col[++nc] = known[i]; iscol[known[i]] = 1 }
+		for (i = 1; i <= nl; i++)
+			if (!(lorder[i] in iscol)) col[++nc] = lorder[i]
+		rat[1] = "smc-r"; rat[2] = "rsocket"; rat[3] = "verbs"
+		# Rows by group, then size, then first appearance.
+		ng = split("crrfirst crr crrlat rtt rttp99 stream par iperf3 sockperf sockperfp99 " \
+			"cpu pkts rcqe wr wc rtpkts rtwr", gl, " ")
+		for (i = 1; i <= ng; i++) grank[gl[i]] = i
+		for (i = 1; i <= nr; i++) {
+			id = rorder[i]
+			g = rgroup[id]
+			if (g != "par") sub(/par$/, "", g)
+			key[id] = sprintf("%03d %015d %04d", grank[g], rtest[id] == "par" ? 999999999 : rsize[id], i)
 		}
+		for (i = 2; i <= nr; i++) {
+			id = rorder[i]
+			for (j = i - 1; j >= 1 && key[rorder[j]] > key[id]; j--)
+				rorder[j + 1] = rorder[j]
+			rorder[j + 1] = id
+		}
+		if (info != "")
+			print info
+		printf "%-44s %-8s", "metric", "unit"
+		for (c = 1; c <= nc; c++) printf " %9s", col[c]
+		for (r = 1; r <= 3; r++) printf " %9s", "v/" rat[r]
+		printf "\n"
+		if (csv != "") {
+			printf "metric,unit,better,group,size" > csv
+			for (c = 1; c <= nc; c++) printf ",%s", col[c] > csv
+			for (r = 1; r <= 3; r++) printf ",visock/%s", rat[r] > csv
+			printf "\n" > csv
+		}
+		for (i = 1; i <= nr; i++) {
+			id = rorder[i]
+			printf "%-44s %-8s", rname[id], runit[id]
+			for (c = 1; c <= nc; c++) printf " %9s", fmt(cell(id, col[c]))
+			for (r = 1; r <= 3; r++) printf " %9s", ratio(id, "visock", rat[r])
+			printf "\n"
+			if (csv == "") continue
+			nm = rname[id]
+			gsub(/,/, ";", nm)
+			printf "%s,%s,%s,%s,%s", nm, runit[id], rbetter[id], rgroup[id], rsize[id] > csv
+			for (c = 1; c <= nc; c++) {
+				x = cell(id, col[c])
+				printf ",%s", num(x) ? x : (x ~ /^err/ ? "ERR" : "") > csv
+			}
+			for (r = 1; r <= 3; r++) {
+				x = ratio(id, "visock", rat[r])
+				printf ",%s", num(x) ? x : "" > csv
+			}
+			printf "\n" > csv
+		}
+		print ""
+		print "v/X: visock divided by X (throughput and conn/s: above 1 is better for visock;"
+		print "us, s/GiB and per-KiB counts: below 1 is better).  -: not applicable or not run."
+		for (i = 1; i <= nn; i++)
+			print "[" i "] " notes[i]
 	}' "$1"
 }
 
 if [ "${1:-}" = --table ]; then
-	[ $# = 2 ] || { echo "usage: $0 --table FILE" >&2; exit 2; }
-	table "$2"
+	[ $# = 2 ] || [ $# = 3 ] || { echo "usage: $0 --table FILE [CSV]" >&2; exit 2; }
+	table "$2" "${3:-}"
 	exit 0
 fi
 # The test bed does not pass the host's environment on: settings may
@@ -130,7 +265,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${1:-}" = --usage ] || [ -z "${VISOCK_HOST:-}" ] || [ -z "${VISOCK_PEER_IP:-}" ]; then
-	sed -n '4,31s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,45s/^# \{0,1\}//p' "$0" >&2
 	echo "run inside the test bed (VISOCK_HOST, VISOCK_PEER_IP), e.g. via run-bench.sh" >&2
 	exit 2
 fi
@@ -139,37 +274,63 @@ fi
 # Guest side
 # ---------------------------------------------------------------------------
 
-SECS=${BENCH_SECS:-8}
-WSIZE=${BENCH_WSIZE:-65536}
-ROUNDS=${BENCH_ROUNDS:-2000}
-WARMUP=${BENCH_WARMUP:-200}
-MSG=${BENCH_MSG:-64}
-ONLY=" ${BENCH_ONLY:-tcp visock verbs verbs-ev smc} "
-IB_ITERS=${BENCH_IB_ITERS:-1000}
+ALL_TRANSPORTS="tcp visock rsocket smc verbs verbs-ev"
+ALL_TESTS="crr crr-keep rtt stream par iperf3 sockperf"
+SECS=${BENCH_SECS:-5}
+WSIZES=${BENCH_WSIZES:-64 1024 16384 65536 1048576}
+MSGS=${BENCH_MSGS:-64 1024 16384}
+ROUNDS=${BENCH_ROUNDS:-1000}
+WARMUP=${BENCH_WARMUP:-100}
+PAR=${BENCH_PAR:-64}
+CRR_MSG=${BENCH_CRR_MSG:-64}
 RBUF=${BENCH_RBUF:-1048576}
 SYNC_TIMEOUT=${BENCH_SYNC_TIMEOUT:-600}
 IBDEV=${BENCH_IBDEV:-rxe0}
 EID=${BENCH_SMC_EID:-VISOCK-BENCH}
-CNT=/sys/class/infiniband/$IBDEV/ports/1/hw_counters
+RSPRELOAD=${BENCH_RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
+NETDEV=${BENCH_NETDEV:-eth0}
+PORTDIR=/sys/class/infiniband/$IBDEV/ports/1
 OUT=$VISOCK_RESULTS/bench.txt
 KVER=$(uname -r)
+HZ=$(getconf CLK_TCK)
 GID=()
 [ -z "${BENCH_GID_INDEX:-}" ] || GID=(-x "$BENCH_GID_INDEX")
 
-say() { echo "--- [$VISOCK_HOST] $*"; }
-wanted() { [[ $ONLY == *" $1 "* ]]; }
-result() { echo "$*" | tee -a "$OUT"; }
-pkts() { echo "$(cat "$CNT/sent_pkts") $(cat "$CNT/rcvd_pkts")"; }
+# BENCH_ONLY: transports and tests; a class not named at all runs whole.
+TRANSPORTS=" " TESTS=" "
+for w in ${BENCH_ONLY:-}; do
+	case " $ALL_TRANSPORTS " in *" $w "*) TRANSPORTS+="$w "; continue ;; esac
+	case " $ALL_TESTS " in *" $w "*) TESTS+="$w "; continue ;; esac
+	echo "bench.sh: unknown BENCH_ONLY word '$w' (transports: $ALL_TRANSPORTS; tests: $ALL_TESTS)" >&2
+	exit 2
+done
+[ "$TRANSPORTS" != " " ] || TRANSPORTS=" $ALL_TRANSPORTS "
+[ "$TESTS" != " " ] || TESTS=" $ALL_TESTS "
 
-# sync_point NAME [STATUS]: publish STATUS (default "ok") and wait for the
-# peer to reach the same point; the peer's status ends up in PEER_STATUS.
-sync_point() {
-	local mine=$VISOCK_RESULTS/sync.$1 theirs=$VISOCK_PEER_RESULTS/sync.$1 _
-	echo "${2:-ok}" >"$mine.tmp"
-	mv "$mine.tmp" "$mine"
+say() { echo "--- [$VISOCK_HOST] $*"; }
+transport_wanted() { [[ $TRANSPORTS == *" $1 "* ]]; }
+test_wanted() { [[ $TESTS == *" $1 "* ]]; }
+result() { echo "$*" | tee -a "$OUT"; }
+# note LABEL TEST SIZE WHY...: a part that could not be measured (host a).
+note() {
+	local l=$1 t=$2 sz=$3
+	shift 3
+	[ "$VISOCK_HOST" = a ] || return 0
+	result "NOTE label=$l test=$t size=$sz why=$(echo "$*" | tr '\n' ' ' | sed 's/  */ /g; s/ $//')"
+}
+
+# publish NAME [STATUS] / await NAME: one host says it reached a point,
+# the other waits for it; the status ends up in PEER_STATUS.
+publish() {
+	local f=$VISOCK_RESULTS/sync.$1
+	echo "${2:-ok}" >"$f.tmp"
+	mv "$f.tmp" "$f"
+}
+await() {
+	local f=$VISOCK_PEER_RESULTS/sync.$1 _
 	for _ in $(seq $((SYNC_TIMEOUT * 10))); do
-		if [ -s "$theirs" ]; then
-			PEER_STATUS=$(cat "$theirs")
+		if [ -s "$f" ]; then
+			PEER_STATUS=$(cat "$f")
 			return 0
 		fi
 		sleep 0.1
@@ -177,124 +338,322 @@ sync_point() {
 	echo "bench.sh: peer never reached sync point $1" >&2
 	exit 1
 }
-
-# client_run LABEL ARGS...: run one visock_bench client test and append
-# the RoCE packet counts of this host over it to each RESULT line.
-client_run() {
-	local label=$1 p0 p1 s0 r0 s1 r1 line
-	shift
-	p0=$(pkts)
-	"$BENCH" client -c "$VISOCK_PEER_IP" -l "$label" -T "$((${SECS%.*} + SYNC_TIMEOUT))" "$@" \
-		>"$VISOCK_RESULTS/client.out" || return $?
-	p1=$(pkts)
-	read -r s0 r0 <<<"$p0"
-	read -r s1 r1 <<<"$p1"
-	while read -r line; do
-		case $line in
-		RESULT*) result "$line rxe_sent_pkts=$((s1 - s0)) rxe_rcvd_pkts=$((r1 - r0))" ;;
-		*) echo "$line" ;;
-		esac
-	done <"$VISOCK_RESULTS/client.out"
+# sync_point NAME [STATUS]: both hosts.
+sync_point() {
+	publish "$@"
+	await "$1"
 }
 
-# sock_bench LABEL FAMILY PORT: one stream and one ping-pong connection.
-sock_bench() {
-	local label=$1 fam=$2 port=$3 srv
+# ctr NAME...: the first of these port counters the device has (rxe:
+# hw_counters; real NICs: the standard port counters), else 0.
+ctr() {
+	local n
+	for n in "$@"; do
+		if [ -r "$PORTDIR/$n" ]; then
+			cat "$PORTDIR/$n"
+			return
+		fi
+	done
+	echo 0
+}
+
+# snap: "cpu_busy_jiffies sent_pkts rcvd_pkts rdma_recvs visock_wr visock_wc"
+# of this host now (na where there is no such counter).
+snap() {
+	local _c u n s idle iow irq sirq st wr=na wc=na
+	read -r _c u n s idle iow irq sirq st _ </proc/stat
+	: "$idle" "$iow"
+	if [ -r /proc/net/visock ]; then
+		wr=$(awk '$1 == "rdma_wr_posted" { print $2 }' /proc/net/visock)
+		wc=$(awk '$1 == "rdma_wc" { print $2 }' /proc/net/visock)
+	fi
+	echo "$((u + n + s + irq + sirq + st))" \
+		"$(ctr hw_counters/sent_pkts counters/port_xmit_packets)" \
+		"$(ctr hw_counters/rcvd_pkts counters/port_rcv_packets)" \
+		"$(ctr hw_counters/rdma_recvs) ${wr:-na} ${wc:-na}"
+}
+# delta PREFIX BEFORE AFTER LABEL: the key=value form of the difference
+# (visock's counters only for visock's own measurements: the module stays
+# loaded while the others run).
+delta() {
+	awk -v p="$1" -v hz="$HZ" -v b="$2" -v a="$3" -v l="$4" 'BEGIN {
+		split(b, x, " "); split(a, y, " ")
+		printf "%s_cpu_s=%.2f %s_pkts=%d %s_recvs=%d", p, (y[1] - x[1]) / hz,
+			p, y[2] + y[3] - x[2] - x[3], p, y[4] - x[4]
+		if (x[5] == "na" || y[5] == "na" || l != "visock")
+			printf " %s_wr=na %s_wc=na", p, p
+		else
+			printf " %s_wr=%d %s_wc=%d", p, y[5] - x[5], p, y[6] - x[6]
+	}'
+}
+
+# measure LABEL TEST SIZE: one measurement.  Host b runs SRV (if any) in
+# the background, host a runs CLI; both take counter snapshots around
+# it.  CLI prints RESULT lines; each gets both hosts' counter deltas.
+SRV=() CLI=()
+measure() {
+	local label=$1 test=$2 size=$3 id="$1-$2-$3" s0 s1 srv='' rc=0 line n=0
+	local log=$VISOCK_RESULTS/run.$id.txt
 	if [ "$VISOCK_HOST" = b ]; then
-		"$BENCH" server -f "$fam" -p "$port" -n 2 -T "$((2 * SYNC_TIMEOUT))" &
-		srv=$!
-		sleep 0.5
-		sync_point "$label-listen"
-		# The client is done: a server still waiting has lost its client.
-		sync_point "$label-done"
-		kill "$srv" 2>/dev/null || true
-		wait "$srv" 2>/dev/null || true
-	else
-		sync_point "$label-listen"
-		client_run "$label" -f "$fam" -p "$port" -S -t "$SECS" -w "$WSIZE" ||
-			result "NOTE $label: stream not measured: client failed (rc $?)"
-		client_run "$label" -f "$fam" -p "$port" -P -r "$ROUNDS" -W "$WARMUP" -m "$MSG" ||
-			result "NOTE $label: ping-pong not measured: client failed (rc $?)"
-		sync_point "$label-done"
+		s0=$(snap)
+		if [ ${#SRV[@]} -gt 0 ]; then
+			"${SRV[@]}" >"$log" 2>&1 &
+			srv=$!
+		fi
+		publish "$id-go"
+		await "$id-end"
+		if [ -n "$srv" ]; then
+			# One-shot servers end by themselves; give them a moment.
+			for _ in $(seq 20); do kill -0 "$srv" 2>/dev/null || break; sleep 0.1; done
+			kill "$srv" 2>/dev/null || true
+			wait "$srv" 2>/dev/null || true
+		fi
+		s1=$(snap)
+		publish "$id-end" "$(delta b "$s0" "$s1" "$label")"
+		return 0
+	fi
+	await "$id-go"
+	say "$label $test $size"
+	s0=$(snap)
+	"${CLI[@]}" >"$log" 2>&1 || rc=$?
+	s1=$(snap)
+	publish "$id-end"
+	await "$id-end"
+	while read -r line; do
+		case $line in
+		RESULT*)
+			result "$line $(delta a "$s0" "$s1" "$label") $PEER_STATUS"
+			n=$((n + 1)) ;;
+		*) echo "$line" ;;
+		esac
+	done <"$log"
+	if [ "$n" = 0 ]; then
+		note "$label" "$test" "$size" "rc $rc: $(grep -v '^RESULT' "$log" | tail -n 2)"
 	fi
 }
 
-# perftest: the server (b) runs first; the client (a) retries until it
-# can connect (perftest clients fail at once if nobody listens).
-perf_client() { # OUTFILE PROGRAM ARGS...
-	local out=$1 _
-	shift
-	for _ in $(seq 30); do
-		if timeout 120 "$@" "$VISOCK_PEER_IP" >"$out" 2>&1; then
+# ------------------------------------------------------------ socket tests
+
+# wrapper TRANSPORT: WR becomes the command prefix that runs a program
+# as TRANSPORT's programs run (each part execs the next: $! of a
+# background "${WR[@]}" PROGRAM is PROGRAM itself).
+wrapper() {
+	case $1 in
+	rsocket) WR=(env "LD_PRELOAD=$RSPRELOAD") ;;
+	visock-app) WR=("$VISOCK_SRC/tools/visock/visock_run") ;;
+	*) WR=(env) ;;
+	esac
+}
+
+# wait_listening FILE: until a server printed that it listens (30 s).
+wait_listening() {
+	local _
+	for _ in $(seq 300); do
+		grep -q listening "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	say "server never said it listens: $(tail -n 2 "$1" | tr '\n' ' ')"
+}
+
+# sock_params LABEL: FAM, PORT and WRAPNAME of a socket transport.
+sock_params() {
+	case $1 in
+	tcp) FAM=inet PORT=5301 WRAPNAME=tcp ;;
+	visock) FAM=visock PORT=5302 WRAPNAME=visock ;;
+	smc-r) FAM=smc PORT=5303 WRAPNAME=smc-r ;;
+	rsocket) FAM=inet PORT=5304 WRAPNAME=rsocket ;;
+	*) return 1 ;;
+	esac
+}
+is_sock() { sock_params "$1"; }
+
+# start_server LABEL (host b): visock_bench's server, for the whole run.
+SERVERS=()
+start_server() {
+	sock_params "$1"
+	wrapper "$WRAPNAME"
+	"${WR[@]}" "$BENCH" server -f "$FAM" -p "$PORT" -n 0 -T 86400 \
+		>"$VISOCK_RESULTS/server.$1.txt" 2>&1 &
+	SERVERS+=($!)
+	# The first CRR connection is the first one to this peer: it must
+	# not wait for the server to start.
+	wait_listening "$VISOCK_RESULTS/server.$1.txt"
+}
+
+stop_servers() {
+	local pid l
+	for pid in "${SERVERS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	for l in "${ACTIVE[@]}"; do
+		if grep -qs 'visock_bench:' "$VISOCK_RESULTS/server.$l.txt"; then
+			say "$l server: $(grep 'visock_bench:' "$VISOCK_RESULTS/server.$l.txt" | tail -n 1)"
+		fi
+	done
+}
+
+# sock_measure LABEL TEST SIZE ARGS...: one visock_bench client run.
+sock_measure() {
+	local label=$1 test=$2 size=$3
+	shift 3
+	sock_params "$label"
+	wrapper "$WRAPNAME"
+	SRV=()
+	CLI=("${WR[@]}" "$BENCH" client -c "$VISOCK_PEER_IP" -f "$FAM" -p "$PORT" -l "$label"
+		-T "$((${SECS%.*} * 4 + 300))" "$@")
+	measure "$label" "$test" "$size"
+}
+
+# iperf3 client: retries until the server listens; one RESULT line.
+iperf_client() { # LABEL WRAP PORT
+	local label=$1 port=$3 j=$VISOCK_RESULTS/iperf3.$1.json mbps _
+	wrapper "$2"
+	for _ in $(seq 50); do
+		if "${WR[@]}" timeout $((${SECS%.*} * 2 + 20)) iperf3 -c "$VISOCK_PEER_IP" -p "$port" \
+			-t "$SECS" -l 65536 -J >"$j" 2>&1 &&
+			! grep -q 'Connection refused' "$j"; then
+			mbps=$(awk '/"sum_received"/ { r = 1 } r && /"bits_per_second"/ {
+				gsub(/[^0-9.e+]/, "", $2); printf "%.2f\n", $2 / 8e6; exit }' "$j")
+			if [ -z "$mbps" ] || [ "$mbps" = 0.00 ]; then
+				echo "iperf3 received ${mbps:-no} MB/s: $(grep -o '"error":.*' "$j")" >&2
+				return 1
+			fi
+			echo "RESULT label=$label test=iperf3 tool=iperf3 write_size=65536 MBps=$mbps"
 			return 0
 		fi
-		grep -q "Couldn't connect\|Unable to open file descriptor\|Connection refused" "$out" || break
-		sleep 1
+		grep -q 'Connection refused\|unable to connect' "$j" || break
+		sleep 0.2
 	done
+	grep -o '"error":.*' "$j" >&2 || tail -n 3 "$j" >&2
 	return 1
 }
 
-# perf_pair LABEL bw|lat PORT PROGRAM ARGS...: one perftest measurement
-# (server on b, client on a) as a RESULT line of LABEL.
-perf_pair() {
-	local label=$1 kind=$2 port=$3 tool=$4 log p0 p1 s0 r0 s1 r1 line extra=
-	shift 3
-	log=$VISOCK_RESULTS/$tool-$port.txt
-	sync_point "$label-$kind-start"
-	if [ "$VISOCK_HOST" = b ]; then
-		timeout 120 "$@" -p "$port" >"$log" 2>&1 ||
-			say "$tool server failed: $(tail -n 3 "$log" | tr '\n' ' ')"
-		sync_point "$label-$kind-done"
+sockperf_client() { # LABEL WRAP PORT
+	local label=$1 port=$3 f=$VISOCK_RESULTS/sockperf.feed o=$VISOCK_RESULTS/sockperf.$1.out _
+	wrapper "$2"
+	echo "T:$VISOCK_PEER_IP:$port" >"$f"
+	for _ in $(seq 50); do
+		if "${WR[@]}" timeout $((${SECS%.*} * 2 + 20)) sockperf ping-pong -f "$f" -F s \
+			-m 64 -t "$SECS" --full-rtt >"$o" 2>&1 &&
+			grep -q 'percentile 50.000' "$o"; then
+			awk -v l="$label" '/percentile 50.000/ { m = $NF } /percentile 99.000/ { p = $NF }
+				END { printf "RESULT label=%s test=sockperf tool=sockperf msg_size=64 rtt_median_us=%s rtt_p99_us=%s\n", l, m, p }' "$o"
+			return 0
+		fi
+		grep -q 'refused' "$o" || break
+		sleep 0.2
+	done
+	grep -v '^sockperf: \(==\|\[\)' "$o" | tail -n 3 >&2
+	return 1
+}
+
+# app_measure LABEL iperf3|sockperf: the program as LABEL runs programs.
+app_measure() {
+	local label=$1 test=$2 port w f=$VISOCK_RESULTS/sockperf-srv.feed size=65536
+	[ "$test" = iperf3 ] || size=64
+	if [ "$label" = smc-r ]; then
+		note smc-r "$test" "$size" "no SMC preload library here (smc_run is part of smc-tools, not packaged in Debian 12)"
 		return 0
 	fi
-	p0=$(pkts)
-	if perf_client "$log" "$@" -p "$port"; then
-		p1=$(pkts)
-		read -r s0 r0 <<<"$p0"
-		read -r s1 r1 <<<"$p1"
-		if [ "$kind" = bw ]; then
-			# "#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]",
-			# perftest's MB being 2^20 bytes.
-			line=$(awk -v s="$WSIZE" '$1 == s && NF >= 5 {
-				m = $4 * 1.048576
-				printf "test=stream write_size=%d MBps=%.2f Gbps=%.4f", s, m, m * 8 / 1000; exit }' "$log")
-		else
-			extra=" note=RTT_=_2_x_one-way"
-			# "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%",
-			# one-way latencies (half the round trip): doubled here.
-			line=$(awk -v s="$MSG" '$1 == s && NF >= 8 {
-				printf "test=pingpong msg_size=%d rtt_median_us=%.1f rtt_p99_us=%.1f rtt_mean_us=%.1f rtt_min_us=%.1f oneway_typical_us=%s",
-					s, 2 * $5, 2 * $8, 2 * $6, 2 * $3, $5; exit }' "$log")
-		fi
-		if [ -n "$line" ]; then
-			result "RESULT label=$label family=verbs $line rxe_sent_pkts=$((s1 - s0)) rxe_rcvd_pkts=$((r1 - r0)) tool=$tool$extra"
-		else
-			result "NOTE $label: $tool: not measured: no result line: $(tail -n 2 "$log" | tr '\n' ' ')"
-		fi
+	# Ports of their own: iperf3 at +100, sockperf at +200 (a port
+	# another program just used may still have connections in
+	# TIME_WAIT, and sockperf's server does not reuse addresses).
+	sock_params "$label"
+	port=$((PORT + 100))
+	w=$WRAPNAME
+	[ "$w" != visock ] || w=visock-app
+	wrapper "$w"
+	if [ "$test" = iperf3 ]; then
+		SRV=("${WR[@]}" iperf3 -s -1 -p "$port")
+		CLI=(iperf_client "$label" "$w" "$port")
 	else
-		result "NOTE $label: $tool: not measured: $(tail -n 2 "$log" | tr '\n' ' ')"
+		echo "T:$VISOCK_LOCAL_IP:$((port + 100))" >"$f"
+		SRV=("${WR[@]}" sockperf server -f "$f" -F s)
+		CLI=(sockperf_client "$label" "$w" "$((port + 100))")
 	fi
-	cat "$log"
-	sync_point "$label-$kind-done"
+	measure "$label" "$test" "$size"
+	SRV=()
 }
 
-# Raw verbs as perftest does them by default: RDMA WRITE, busy polling.
-verbs_bench() {
-	perf_pair verbs bw 18515 ib_write_bw -d "$IBDEV" -i 1 "${GID[@]}" \
-		-s "$WSIZE" -D "$SECS"
-	perf_pair verbs lat 18516 ib_write_lat -d "$IBDEV" -i 1 "${GID[@]}" \
-		-s "$MSG" -n "$ROUNDS"
+# ------------------------------------------------------------ perftest
+
+# perf_client KIND SIZE TOOL ARGS...: run a perftest client (retrying
+# until its server listens) and print its RESULT line.
+perf_client() {
+	local kind=$1 size=$2 tool=$3 out=$VISOCK_RESULTS/perf.out _ line rc
+	shift 3
+	for _ in $(seq 30); do
+		rc=0
+		timeout "$PERF_TIMEOUT" "$tool" "$@" "$VISOCK_PEER_IP" >"$out" 2>&1 || rc=$?
+		[ "$rc" != 0 ] || break
+		if [ "$rc" = 124 ]; then
+			echo "$tool timed out after $PERF_TIMEOUT s (stalled)" >&2
+			return 1
+		fi
+		grep -q "Couldn't connect\|Unable to open file descriptor\|Connection refused" "$out" || {
+			tail -n 2 "$out" >&2
+			return 1
+		}
+		sleep 1
+	done
+	cat "$out" >&2
+	if [ "$kind" != lat ]; then
+		# "#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]",
+		# perftest's MB being 2^20 bytes.  Bytes moved: iterations
+		# times size (-n), or average rate times duration (-D).
+		line=$(awk -v s="$size" -v k="$kind" -v d="$PERF_SECS" -v q="$PAR" '$1 == s && NF >= 5 {
+			m = $4 * 1.048576
+			b = d > 0 ? m * 1e6 * d : $1 * $2
+			printf "test=%s%s write_size=%d bytes=%.0f MBps=%.2f Gbps=%.4f", k == "par" ? "par" : "stream",
+				k == "par" ? " streams=" q : "", s, b, m, m * 8 / 1000; exit }' "$out")
+	else
+		# "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%",
+		# one-way latencies (half the round trip): doubled here.
+		line=$(awk -v s="$size" '$1 == s && NF >= 8 {
+			printf "test=pingpong msg_size=%d rounds=%d warmup=0 rtt_median_us=%.1f rtt_p99_us=%.1f rtt_mean_us=%.1f rtt_min_us=%.1f oneway_typical_us=%s",
+				s, $2, 2 * $5, 2 * $8, 2 * $6, 2 * $3, $5; exit }' "$out")
+	fi
+	[ -n "$line" ] || { echo "no result line: $(tail -n 2 "$out" | tr '\n' ' ')" >&2; return 1; }
+	echo "RESULT label=$PERF_LABEL family=verbs $line tool=$tool"
 }
 
-# Raw verbs waiting for completion events instead of busy polling (SEND,
-# since perftest has no events for WRITE).  On a 1-vCPU guest a polling
-# process competes with Soft-RoCE's own kernel work, which events avoid.
-verbs_ev_bench() {
-	perf_pair verbs-ev bw 18517 ib_send_bw -d "$IBDEV" -i 1 "${GID[@]}" \
-		-s "$WSIZE" -n "$IB_ITERS" -e
-	perf_pair verbs-ev lat 18518 ib_send_lat -d "$IBDEV" -i 1 "${GID[@]}" \
-		-s "$MSG" -n "$ROUNDS" -e
+# perf_measure LABEL TEST SIZE: one perftest measurement (server on b,
+# client on a) for verbs (RDMA WRITE, busy polling) or verbs-ev (SEND,
+# completion events), on a port of its own.
+PERF_PORT=18515
+PERF_TIMEOUT=$((${SECS%.*} * 4 + 60))
+perf_measure() {
+	local label=$1 test=$2 sz=$3 tool kind=bw iters opts=()
+	PERF_PORT=$((PERF_PORT + 1))
+	PERF_LABEL=$label
+	PERF_SECS=0
+	case $label/$test in
+	verbs/stream)
+		tool=ib_write_bw opts=(-D "$SECS") PERF_SECS=$SECS ;;
+	verbs-ev/stream)
+		# No duration mode with events: about SECS x 10 MB.
+		iters=${BENCH_IB_ITERS:-$((${SECS%.*} * 10000000 / sz))}
+		[ "$iters" -ge 100 ] || iters=100
+		[ "$iters" -le 50000 ] || iters=50000
+		tool=ib_send_bw opts=(-n "$iters" -e) ;;
+	verbs/par)
+		tool=ib_write_bw kind=par sz=65536 opts=(-q "$PAR" -D "$SECS") PERF_SECS=$SECS ;;
+	verbs/rtt)
+		tool=ib_write_lat kind=lat opts=(-n "$ROUNDS") ;;
+	verbs-ev/rtt)
+		tool=ib_send_lat kind=lat opts=(-n "$ROUNDS" -e) ;;
+	*)
+		return 0 ;;
+	esac
+	opts=(-d "$IBDEV" -i 1 "${GID[@]}" -s "$sz" "${opts[@]}" -p "$PERF_PORT")
+	SRV=(timeout "$((PERF_TIMEOUT + 30))" "$tool" "${opts[@]}")
+	CLI=(perf_client "$kind" "$sz" "$tool" "${opts[@]}")
+	measure "$label" "$test" "$3"
+	SRV=()
 }
+
+# ------------------------------------------------------------ transports
 
 # SMC-R on Soft-RoCE needs SMC-Rv2: a pnet entry eth0 <-> rxe0 and the
 # same user-defined EID on both hosts.
@@ -309,7 +668,7 @@ smc_setup() {
 		echo "modprobe smc failed: $(tr '\n' ' ' <"$log")"
 		return 1
 	fi
-	if ! "$SMC_SETUP" pnet NET1 eth0 "$IBDEV" 1 >>"$log" 2>&1 ||
+	if ! "$SMC_SETUP" pnet NET1 "$NETDEV" "$IBDEV" 1 >>"$log" 2>&1 ||
 	   ! "$SMC_SETUP" ueid "$EID" >>"$log" 2>&1; then
 		tr '\n' ' ' <"$log"
 		echo
@@ -318,71 +677,133 @@ smc_setup() {
 	echo ok
 }
 
-smc_bench() {
-	local why peer
-	why=$(smc_setup) || true
-	sync_point smc-setup "$why"
-	peer=$PEER_STATUS
-	if [ "$why" != ok ] || [ "$peer" != ok ]; then
-		[ "$why" = ok ] && why="host $VISOCK_PEER_HOST: $peer" || why="host $VISOCK_HOST: $why"
-		say "SMC-R: not measured: $why"
-		[ "$VISOCK_HOST" = b ] || result "NOTE smc-r: not measured: $why"
+# both_ok NAME WHY: publish this host's readiness for a transport and
+# tell whether both hosts are ready (else WHY_BOTH says why).
+both_ok() {
+	sync_point "$1" "$2"
+	if [ "$2" != ok ]; then
+		WHY_BOTH="host $VISOCK_HOST: $2"
+	elif [ "$PEER_STATUS" != ok ]; then
+		WHY_BOTH="host $VISOCK_PEER_HOST: $PEER_STATUS"
+	else
 		return 0
 	fi
-	sock_bench smc-r smc 5303
-	if [ "$VISOCK_HOST" = a ]; then
-		# rxe packets prove SMC-R did not fall back to TCP.
-		grep -q "^RESULT label=smc-r .*rxe_sent_pkts=[0-9]\{3,\}" "$OUT" ||
-			result "NOTE smc-r: few or no RoCE packets: the connection may have fallen back to TCP"
-	fi
+	say "not measured: $WHY_BOTH"
+	return 1
 }
 
-visock_bench() {
-	modprobe ib_core
-	insmod "$VISOCK_SRC/build/$KVER/visock.ko"
-	sysctl -qw net.visock.enable=1
-	sysctl -qw net.visock.rbuf_default="$RBUF"
-	say "visock receive rings: $(sysctl -n net.visock.rbuf_default) bytes"
-	sock_bench visock visock 5302
-	if [ "$VISOCK_HOST" = a ]; then
-		say "/proc/net/visock after the visock runs (zero fallback counters left out)"
-		grep -v '^fallback_.* 0$' /proc/net/visock || true
+# The transports need setting up on both hosts; one that is not ready
+# on either host gets a NOTE and is left out of ACTIVE on both.
+smc_ready() {
+	local why
+	why=$(smc_setup) || true
+	both_ok smc-setup "$why" || { note smc-r all "" "$WHY_BOTH"; return 1; }
+}
+
+rsocket_ready() {
+	local why=ok
+	if [ ! -r "$RSPRELOAD" ]; then
+		why="no $RSPRELOAD (Debian package librdmacm1)"
+	elif ! modprobe rdma_ucm 2>"$VISOCK_RESULTS/rdma_ucm.txt"; then
+		why="modprobe rdma_ucm failed: $(tr '\n' ' ' <"$VISOCK_RESULTS/rdma_ucm.txt")"
 	fi
-	sync_point visock-unload
-	rmmod visock || say "rmmod visock failed"
+	both_ok rsocket-setup "$why" || { note rsocket all "" "$WHY_BOTH"; return 1; }
+}
+
+VISOCK_LOADED=0
+visock_ready() {
+	local why=ok ko=${VISOCK_SRC:-/nonexistent}/build/$KVER/visock.ko
+	modprobe ib_core
+	# The bed loads the freshly built module; real hosts may have it
+	# loaded or installed (DKMS) already.
+	if [ -d /sys/module/visock ]; then
+		VISOCK_LOADED=1
+	elif [ -f "$ko" ]; then
+		insmod "$ko" 2>"$VISOCK_RESULTS/insmod.txt" || why="insmod $ko failed"
+	else
+		modprobe visock 2>"$VISOCK_RESULTS/insmod.txt" || why="modprobe visock failed"
+	fi
+	if [ "$why" != ok ]; then
+		why="$why: $(tr '\n' ' ' <"$VISOCK_RESULTS/insmod.txt")"
+	else
+		sysctl -qw net.visock.enable=1
+		sysctl -qw net.visock.rbuf_default="$RBUF"
+		say "visock receive rings: $(sysctl -n net.visock.rbuf_default) bytes"
+	fi
+	both_ok visock-setup "$why" || { note visock all "" "$WHY_BOTH"; return 1; }
+}
+
+# for_each TEST SIZE ARGS...: TEST of every active transport, one after
+# the other, so that all of them see about the same host load.
+for_each() {
+	local test=$1 size=$2 l
+	shift 2
+	for l in "${ACTIVE[@]}"; do
+		if is_sock "$l"; then
+			case $test in
+			iperf3|sockperf) app_measure "$l" "$test" ;;
+			*) sock_measure "$l" "$test" "$size" "$@" ;;
+			esac
+		else
+			perf_measure "$l" "$test" "$size"
+		fi
+	done
 }
 
 if [ ! -x "$BENCH" ] || [ ! -x "$SMC_SETUP" ]; then
 	echo "bench.sh: build first: make -C tools/testing/bench" >&2
 	exit 1
 fi
-[ -d "$CNT" ] || { echo "bench.sh: no $IBDEV counters in $CNT" >&2; exit 1; }
+[ -d "$PORTDIR" ] || { echo "bench.sh: no RDMA device $IBDEV (BENCH_IBDEV)" >&2; exit 1; }
 : >"$OUT"
-result "INFO kernel=$KVER host=$VISOCK_HOST peer=$VISOCK_PEER_IP date=$(date -u +%Y-%m-%dT%H:%M:%SZ) secs=$SECS write_size=$WSIZE rounds=$ROUNDS warmup=$WARMUP msg_size=$MSG"
-say "kernel $KVER, $IBDEV: $(cat /sys/class/infiniband/"$IBDEV"/ports/1/state)"
+result "INFO kernel=$KVER host=$VISOCK_HOST peer=$VISOCK_PEER_IP date=$(date -u +%Y-%m-%dT%H:%M:%SZ) secs=$SECS rounds=$ROUNDS warmup=$WARMUP par=$PAR transports=$(xargs <<<"$TRANSPORTS" | tr ' ' ,) tests=$(xargs <<<"$TESTS" | tr ' ' ,)"
+say "kernel $KVER, $IBDEV: $(cat "$PORTDIR/state")"
 
-if wanted tcp; then
-	say "TCP"
-	sock_bench tcp inet 5301
+ACTIVE=()
+if transport_wanted tcp; then ACTIVE+=(tcp); fi
+if transport_wanted visock && visock_ready; then ACTIVE+=(visock); fi
+if transport_wanted smc && smc_ready; then ACTIVE+=(smc-r); fi
+if transport_wanted rsocket && rsocket_ready; then ACTIVE+=(rsocket); fi
+if transport_wanted verbs; then ACTIVE+=(verbs); fi
+if transport_wanted verbs-ev; then ACTIVE+=(verbs-ev); fi
+say "transports: ${ACTIVE[*]} (rsocket: LD_PRELOAD=$RSPRELOAD)"
+if [ "$VISOCK_HOST" = b ]; then
+	for l in "${ACTIVE[@]}"; do
+		if is_sock "$l"; then start_server "$l"; fi
+	done
 fi
-if wanted visock; then
-	say "visock"
-	visock_bench
-fi
-if wanted verbs; then
-	say "raw verbs (ib_write_bw, ib_write_lat)"
-	verbs_bench
-fi
-if wanted verbs-ev; then
-	say "raw verbs with completion events (ib_send_bw -e, ib_send_lat -e)"
-	verbs_ev_bench
-fi
-if wanted smc; then
-	say "SMC-R"
-	smc_bench
-fi
+sync_point servers
 
+# Test by test, each over every transport.  CRR first: its first
+# connection is the first one between the hosts over that transport.
+if test_wanted crr; then for_each crr "$CRR_MSG" -C -t "$SECS" -m "$CRR_MSG"; fi
+if test_wanted crr-keep; then for_each crr-keep "$CRR_MSG" -C -k -t "$SECS" -m "$CRR_MSG"; fi
+if test_wanted rtt; then
+	for sz in $MSGS; do for_each rtt "$sz" -P -r "$ROUNDS" -W "$WARMUP" -m "$sz"; done
+fi
+if test_wanted stream; then
+	for sz in $WSIZES; do for_each stream "$sz" -S -t "$SECS" -w "$sz"; done
+fi
+if test_wanted par; then for_each par "$PAR" -N "$PAR" -t "$SECS" -w 65536; fi
+if test_wanted iperf3; then for_each iperf3 65536; fi
+if test_wanted sockperf; then for_each sockperf 64; fi
+
+[ "$VISOCK_HOST" = a ] || stop_servers
+if [ "$VISOCK_HOST" = a ] && [[ " ${ACTIVE[*]} " == *" visock "* ]]; then
+	say "/proc/net/visock after the runs (zero fallback counters left out)"
+	grep -v '^fallback_.* 0$' /proc/net/visock || true
+	[ "$(awk '$1 == "rdma_bytes_sent" { print $2 }' /proc/net/visock)" != 0 ] ||
+		note visock all "" "no payload crossed RDMA (rdma_bytes_sent 0): the connections fell back to TCP"
+fi
+if [ "$VISOCK_HOST" = a ] && [[ " ${ACTIVE[*]} " == *" smc-r "* ]]; then
+	# rxe packets prove SMC-R did not fall back to TCP.
+	grep -q "^RESULT label=smc-r .*a_pkts=[0-9]\{3,\}" "$OUT" ||
+		note smc-r all "" "few or no RoCE packets: the connections may have fallen back to TCP"
+fi
 sync_point end
+if [[ " ${ACTIVE[*]} " == *" visock "* ]] && [ "$VISOCK_LOADED" = 0 ]; then
+	rmmod visock || say "rmmod visock failed"
+fi
 if [ "$VISOCK_HOST" = a ]; then
 	say "results ($KVER)"
 	table "$OUT"

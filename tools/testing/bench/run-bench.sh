@@ -3,8 +3,9 @@
 #
 # run-bench.sh - host side of "make bench": boots the two-host QEMU +
 # Soft-RoCE bed (tools/testing/vm/vm.sh), runs bench.sh in both guests and
-# prints the side-by-side table of TCP, visock, raw verbs (perftest) and
-# SMC-R.
+# prints the side-by-side table of TCP, visock, SMC-R, rsocket and raw
+# verbs (perftest), with the ratios visock/SMC-R, visock/rsocket and
+# visock/raw verbs, as text, CSV and a PNG chart.
 #
 #   run-bench.sh [-h]
 #
@@ -12,16 +13,17 @@
 #   KERNEL              test-bed kernel series, 6.12 (default) or 6.1
 #   VISOCK_VM_INSTANCE  test bed number (default 8; make check uses 0 and
 #                       make demo 9)
-#   BENCH_TIMEOUT       seconds before the bed is killed (default 900)
-#   BENCH_*             passed on to bench.sh (BENCH_SECS, BENCH_ROUNDS,
-#                       BENCH_WARMUP, BENCH_MSG, BENCH_WSIZE, BENCH_ONLY,
-#                       BENCH_IB_ITERS, BENCH_IBDEV, BENCH_GID_INDEX,
-#                       BENCH_SMC_EID; see bench.sh)
+#   BENCH_TIMEOUT       seconds before the bed is killed (default 3600)
+#   BENCH_*             passed on to bench.sh (BENCH_ONLY, BENCH_SECS,
+#                       BENCH_WSIZES, BENCH_MSGS, BENCH_ROUNDS, BENCH_PAR,
+#                       ...; see bench.sh -h)
 #
 # Results: build/bench/<UTC time>-<kernel release>/ holds bench.txt (the
-# RESULT lines), table.txt and both guests' logs.  A benchmark, not a
-# test: the numbers are never judged; on TCG emulation they are no
-# performance claims.
+# RESULT lines), table.txt, table.csv, bench.png (gnuplot; installed from
+# Debian if missing) and both guests' logs.  A benchmark, not a test: the
+# numbers are never judged; on TCG emulation they are no performance
+# claims.  On two real hosts, run bench.sh directly (see
+# Documentation/networking/visock/bench.rst).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -30,12 +32,20 @@ KERNEL=${KERNEL:-6.12}
 export VISOCK_VM_INSTANCE=${VISOCK_VM_INSTANCE:-8}
 
 case ${1:-} in
--h|--help) sed -n '4,24s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h|--help) sed -n '4,27s/^# \{0,1\}//p' "$0"; exit 0 ;;
 '') ;;
-*) sed -n '4,24s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+*) sed -n '4,27s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac
 
 "$T/vm/vm.sh" prepare --kernel "$KERNEL"
+# The chart; the guests need nothing more than vm.sh prepare installs.
+if ! command -v gnuplot >/dev/null; then
+	echo "run-bench.sh: installing gnuplot-nox (the PNG chart)"
+	if [ "$(id -u)" = 0 ]; then sudo=(); else sudo=(sudo); fi
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends gnuplot-nox >/dev/null ||
+		echo "run-bench.sh: gnuplot-nox not installed: no chart" >&2
+fi
 kver=$("$T/vm/vm.sh" kver "$KERNEL")
 # make bench builds the module with modules-testbed; standalone runs
 # build it here if it is missing.
@@ -57,7 +67,7 @@ mkdir -p "$out" "$vmres"
 
 rc=0
 VISOCK_RESULTS_DIR=$vmres "$T/vm/vm.sh" run --kernel "$KERNEL" \
-	--timeout "${BENCH_TIMEOUT:-900}" -- "$T/bench/bench.sh" "${args[@]}" || rc=$?
+	--timeout "${BENCH_TIMEOUT:-3600}" -- "$T/bench/bench.sh" "${args[@]}" || rc=$?
 
 cp -a "$vmres/." "$out/"
 if [ ! -s "$out/a/bench.txt" ]; then
@@ -65,20 +75,16 @@ if [ ! -s "$out/a/bench.txt" ]; then
 	exit 1
 fi
 cp "$out/a/bench.txt" "$out/bench.txt"
-{
-	echo "visock benchmark, $(date -u +%Y-%m-%d) UTC, kernel $kver,"
-	echo "two QEMU TCG guests (1 vCPU each) on $(nproc) host cores, Soft-RoCE (rxe)."
-	echo "Stream: $(sed -n 's/.*write_size=\([0-9]*\).*/\1/p;q' "$out/bench.txt") B writes;" \
-		"RTT: $(sed -n 's/.*msg_size=\([0-9]*\).*/\1/p;q' "$out/bench.txt") B ping-pong" \
-		"(raw verbs: 2 x perftest's one-way latency)."
-	echo "Emulated hosts: not a performance claim."
-	echo
-	"$T/bench/bench.sh" --table "$out/bench.txt"
-} >"$out/table.txt"
+"$T/bench/report.sh" "$out" \
+	"visock benchmark, $(date -u '+%Y-%m-%d %H:%M') UTC, kernel $kver, two QEMU TCG guests, Soft-RoCE," \
+	"1 vCPU each on $(nproc) host cores (load average $(cut -d' ' -f1-3 /proc/loadavg))." \
+	"Raw verbs: perftest ib_write_* (busy polling) and ib_send_* -e (events);" \
+	"their RTT is 2 x perftest's one-way latency.  CPU: busy time of both" \
+	"guests (/proc/stat).  Emulated hosts: not a performance claim."
 echo
 cat "$out/table.txt"
 echo
-echo "results: $out"
+echo "results: $out (table.txt, table.csv$([ ! -f "$out/bench.png" ] || echo ", bench.png"))"
 if [ "$rc" != 0 ]; then
 	echo "run-bench.sh: the test bed reported a problem (vm.sh exit status $rc), see the logs" >&2
 	exit "$rc"

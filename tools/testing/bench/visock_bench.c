@@ -1,18 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * visock_bench - stream throughput and 64 B ping-pong round-trip time
- * over AF_VISOCK, AF_INET (TCP) or AF_SMC (SMC-R).
+ * visock_bench - stream throughput, ping-pong round-trip time, connection
+ * rate and parallel streams over AF_VISOCK, AF_INET (TCP; also rsocket
+ * when rdma-core's librspreload.so is preloaded) or AF_SMC (SMC-R).
  *
  *   visock_bench server [-f FAMILY] [-p PORT] [-n CONNS] [-T SECS]
  *   visock_bench client -c HOST [-f FAMILY] [-p PORT] [-t SECS] [-w BYTES]
  *                       [-r ROUNDS] [-W WARMUP] [-m MSGSIZE] [-T SECS]
+ *                       [-S | -P | -C [-k] | -N STREAMS]
  *
- * The client opens two connections one after the other: a stream test
- * (-w byte writes for -t seconds, then shutdown(SHUT_WR); the time is
- * taken when the server has confirmed every byte) and a ping-pong test
- * (-m byte messages echoed by the server, -W warm-up rounds, then -r
- * timed rounds).  Each connection starts with a small header telling the
- * server which test follows.
+ * Without a test option the client opens two connections one after the
+ * other: a stream test (-S: -w byte writes for -t seconds, then
+ * shutdown(SHUT_WR); the time is taken when the server has confirmed
+ * every byte) and a ping-pong test (-P: -m byte messages echoed by the
+ * server, -W warm-up rounds, then -r timed rounds).  -C measures
+ * connect + one -m byte request and response + close, one connection
+ * after the other for -t seconds (CRR); with -k one more connection to
+ * the same server stays open meanwhile.  -N runs N stream connections in
+ * parallel (threads), each with -w byte writes for -t seconds.  Each
+ * connection starts with a small header telling the server which test
+ * follows; the server serves every connection in a thread of its own
+ * (rsocket cannot follow a fork), -n of them (0: until killed).
  *
  * Output: one "RESULT key=value ..." line per test (machine readable),
  * then a human-readable line.  For AF_VISOCK the client also prints the
@@ -29,6 +37,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -36,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,6 +69,9 @@
 #define BENCH_MAGIC	0x56534b42u	/* "VSKB" */
 #define OP_STREAM	1
 #define OP_PINGPONG	2
+#define OP_CRR		3	/* one request and response, then close */
+#define OP_HOLD		4	/* idle until the client closes */
+#define MAX_PAR		256
 #define MAX_MSG		(1024 * 1024)
 
 enum family { FAM_INET, FAM_VISOCK, FAM_SMC };
@@ -82,6 +95,8 @@ struct opts {
 	unsigned int msg;
 	unsigned int timeout;
 	const char *label;
+	bool keep;
+	unsigned int par;
 };
 
 /* Per-namespace counters of /proc/net/visock that the report uses. */
@@ -284,11 +299,56 @@ static void serve_pingpong(int fd, const struct hdr *h)
 	}
 }
 
+static void serve_crr(int fd, const struct hdr *h)
+{
+	char buf[65536];
+
+	if (h->msg_size > sizeof(buf))
+		die("request of %u bytes too large", h->msg_size);
+	read_full(fd, buf, h->msg_size, "request");
+	write_full(fd, buf, h->msg_size, "response");
+}
+
+static void serve_hold(int fd)
+{
+	char buf[256];
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+static int active_conns;
+
+static void *serve_conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	struct hdr h;
+
+	set_nodelay(fd);
+	read_full(fd, &h, sizeof(h), "header");
+	if (h.magic != BENCH_MAGIC)
+		die("bad header magic 0x%08x", h.magic);
+	if (h.op == OP_STREAM)
+		serve_stream(fd, &h);
+	else if (h.op == OP_PINGPONG)
+		serve_pingpong(fd, &h);
+	else if (h.op == OP_CRR)
+		serve_crr(fd, &h);
+	else if (h.op == OP_HOLD)
+		serve_hold(fd);
+	else
+		die("unknown op %u", h.op);
+	close(fd);
+	__atomic_sub_fetch(&active_conns, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
 static void run_server(const struct opts *o)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
-	int one = 1, lfd, fd, i;
-	struct hdr h;
+	int one = 1, lfd, fd, i, err;
+	pthread_attr_t attr;
+	pthread_t tid;
 
 	lfd = bench_socket(o->fam);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -296,28 +356,29 @@ static void run_server(const struct opts *o)
 	sin.sin_addr.s_addr = htonl(INADDR_ANY);
 	if (bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
 		die("bind(%d): %s", o->port, strerror(errno));
-	if (listen(lfd, 8) < 0)
+	if (listen(lfd, 128) < 0)
 		die("listen: %s", strerror(errno));
 	printf("server: %s listening on port %d for %d connection(s)\n",
 	       fam_names[o->fam], o->port, o->conns);
 	fflush(stdout);
 
-	for (i = 0; i < o->conns; i++) {
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (i = 0; !o->conns || i < o->conns; i++) {
 		fd = accept(lfd, NULL, NULL);
+		if (fd < 0 && errno == EINTR)
+			continue;
 		if (fd < 0)
 			die("accept: %s", strerror(errno));
-		set_nodelay(fd);
-		read_full(fd, &h, sizeof(h), "header");
-		if (h.magic != BENCH_MAGIC)
-			die("bad header magic 0x%08x", h.magic);
-		if (h.op == OP_STREAM)
-			serve_stream(fd, &h);
-		else if (h.op == OP_PINGPONG)
-			serve_pingpong(fd, &h);
-		else
-			die("unknown op %u", h.op);
-		close(fd);
+		__atomic_add_fetch(&active_conns, 1, __ATOMIC_SEQ_CST);
+		err = pthread_create(&tid, &attr, serve_conn,
+				     (void *)(intptr_t)fd);
+		if (err)
+			die("pthread_create: %s", strerror(err));
 	}
+	/* Let the last connections finish. */
+	while (__atomic_load_n(&active_conns, __ATOMIC_SEQ_CST))
+		usleep(10000);
 	close(lfd);
 }
 
@@ -348,11 +409,36 @@ static int client_connect(const struct opts *o)
 	return fd;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* CPU seconds (user, system) this process used so far. */
+static void cpu_secs(double *user, double *sys)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	*sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static void percentiles(double *v, unsigned int n, double *median,
+			double *p99)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	*median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	*p99 = v[(size_t)((n - 1) * 0.99)];
+}
+
 static void client_stream(const struct opts *o)
 {
 	struct hdr h = { .magic = BENCH_MAGIC, .op = OP_STREAM };
 	unsigned long long sent = 0, acked = 0;
-	double t0, t1, deadline, secs, mbps;
+	double t0, t1, deadline, secs, mbps, u0, s0, u1, s1;
 	struct vcounters before;
 	char ev[512] = "";
 	char *buf;
@@ -367,6 +453,7 @@ static void client_stream(const struct opts *o)
 	fd = client_connect(o);
 	write_full(fd, &h, sizeof(h), "header");
 
+	cpu_secs(&u0, &s0);
 	t0 = now_us();
 	deadline = t0 + o->secs * 1e6;
 	do {
@@ -377,6 +464,7 @@ static void client_stream(const struct opts *o)
 		die("shutdown: %s", strerror(errno));
 	read_full(fd, &acked, sizeof(acked), "stream ack");
 	t1 = now_us();
+	cpu_secs(&u1, &s1);
 	if (acked != sent)
 		die("server received %llu of %llu bytes", acked, sent);
 
@@ -388,25 +476,20 @@ static void client_stream(const struct opts *o)
 	mbps = sent / secs / 1e6;
 	printf("RESULT label=%s family=%s test=stream write_size=%u",
 	       o->label, fam_names[o->fam], o->wsize);
-	printf(" bytes=%llu secs=%.3f MBps=%.2f Gbps=%.4f%s\n",
-	       sent, secs, mbps, mbps * 8 / 1000, ev);
+	printf(" bytes=%llu secs=%.3f MBps=%.2f Gbps=%.4f", sent, secs, mbps,
+	       mbps * 8 / 1000);
+	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f%s\n",
+	       u1 - u0, s1 - s0, ev);
 	printf("%-8s stream   %u B writes: %llu bytes in %.2f s = %.2f MB/s (%.3f Gbit/s)\n",
 	       o->label, o->wsize, sent, secs, mbps, mbps * 8 / 1000);
 	fflush(stdout);
 	free(buf);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void client_pingpong(const struct opts *o)
 {
 	struct hdr h = { .magic = BENCH_MAGIC, .op = OP_PINGPONG };
-	double *rtt, t, sum = 0, median, p99, mean;
+	double *rtt, t, sum = 0, median, p99, mean, u0 = 0, s0 = 0, u1, s1;
 	struct vcounters before;
 	char buf[65536];
 	char ev[512] = "";
@@ -426,32 +509,187 @@ static void client_pingpong(const struct opts *o)
 	fd = client_connect(o);
 	write_full(fd, &h, sizeof(h), "header");
 	for (i = 0; i < o->warmup + n; i++) {
+		if (i == o->warmup)
+			cpu_secs(&u0, &s0);
 		t = now_us();
 		write_full(fd, buf, o->msg, "ping");
 		read_full(fd, buf, o->msg, "pong");
 		if (i >= o->warmup)
 			rtt[i - o->warmup] = now_us() - t;
 	}
+	cpu_secs(&u1, &s1);
 	if (o->fam == FAM_VISOCK)
 		visock_evidence(fd, &before, ev, sizeof(ev));
 	close(fd);
 
 	for (i = 0; i < n; i++)
 		sum += rtt[i];
-	qsort(rtt, n, sizeof(*rtt), cmp_double);
-	median = n % 2 ? rtt[n / 2] : (rtt[n / 2 - 1] + rtt[n / 2]) / 2;
-	p99 = rtt[(size_t)((n - 1) * 0.99)];
+	percentiles(rtt, n, &median, &p99);
 	mean = sum / n;
 	printf("RESULT label=%s family=%s test=pingpong msg_size=%u",
 	       o->label, fam_names[o->fam], o->msg);
 	printf(" rounds=%u warmup=%u rtt_median_us=%.1f rtt_p99_us=%.1f",
 	       n, o->warmup, median, p99);
-	printf(" rtt_mean_us=%.1f rtt_min_us=%.1f rtt_max_us=%.1f%s\n",
-	       mean, rtt[0], rtt[n - 1], ev);
+	printf(" rtt_mean_us=%.1f rtt_min_us=%.1f rtt_max_us=%.1f",
+	       mean, rtt[0], rtt[n - 1]);
+	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f%s\n",
+	       u1 - u0, s1 - s0, ev);
 	printf("%-8s pingpong %u B x %u: RTT median %.1f us, p99 %.1f us, mean %.1f us\n",
 	       o->label, o->msg, n, median, p99, mean);
 	fflush(stdout);
 	free(rtt);
+}
+
+/*
+ * CRR: connect, one request, its response, close; one connection after
+ * the other for -t seconds.  The first connection's time is reported on
+ * its own: it is the only one that may have to reach a new peer (link
+ * or QP setup that later ones find cached).
+ */
+static void client_crr(const struct opts *o)
+{
+	struct hdr h = { .magic = BENCH_MAGIC, .op = OP_CRR };
+	struct hdr hold = { .magic = BENCH_MAGIC, .op = OP_HOLD };
+	unsigned int n = 0, cap = 1024;
+	double t0, t, deadline, *lat, median, p99, first, u0, s0, u1, s1;
+	char buf[sizeof(h) + 65536];
+	int fd, kfd = -1;
+
+	if (o->msg > 65536)
+		die("request size %u too large", o->msg);
+	lat = malloc(cap * sizeof(*lat));
+	if (!lat)
+		die("out of memory");
+	h.msg_size = o->msg;
+	memcpy(buf, &h, sizeof(h));
+	memset(buf + sizeof(h), 0x3c, o->msg);
+	if (o->keep) {
+		kfd = client_connect(o);
+		write_full(kfd, &hold, sizeof(hold), "header");
+	}
+	cpu_secs(&u0, &s0);
+	t0 = now_us();
+	deadline = t0 + o->secs * 1e6;
+	do {
+		t = now_us();
+		fd = client_connect(o);
+		/* Header and request in one write: one request message. */
+		write_full(fd, buf, sizeof(h) + o->msg, "request");
+		read_full(fd, buf + sizeof(h), o->msg, "response");
+		close(fd);
+		if (n == cap) {
+			cap *= 2;
+			lat = realloc(lat, cap * sizeof(*lat));
+			if (!lat)
+				die("out of memory");
+		}
+		lat[n++] = now_us() - t;
+	} while (now_us() < deadline);
+	t = now_us();
+	cpu_secs(&u1, &s1);
+	if (kfd >= 0)
+		close(kfd);
+	first = lat[0];
+	percentiles(lat, n, &median, &p99);
+	printf("RESULT label=%s family=%s test=%s msg_size=%u conns=%u secs=%.3f",
+	       o->label, fam_names[o->fam], o->keep ? "crr-keep" : "crr",
+	       o->msg, n, (t - t0) / 1e6);
+	printf(" conn_per_s=%.1f crr_median_us=%.1f crr_p99_us=%.1f first_us=%.1f",
+	       n / ((t - t0) / 1e6), median, p99, first);
+	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f\n",
+	       u1 - u0, s1 - s0);
+	printf("%-8s crr%s %u B: %u connections, %.1f/s, median %.1f us, ",
+	       o->label, o->keep ? " (one more open)" : "", o->msg, n,
+	       n / ((t - t0) / 1e6), median);
+	printf("p99 %.1f us, first %.1f us\n", p99, first);
+	fflush(stdout);
+	free(lat);
+}
+
+struct par_stream {
+	const struct opts *o;
+	pthread_t tid;
+	int fd;
+	unsigned long long sent;
+	double end;		/* when the server confirmed the last byte */
+};
+
+static pthread_barrier_t par_start;
+static double par_deadline;
+
+static void *par_thread(void *arg)
+{
+	struct par_stream *ps = arg;
+	unsigned long long acked = 0;
+	char *buf;
+
+	buf = malloc(ps->o->wsize);
+	if (!buf)
+		die("out of memory");
+	memset(buf, 0x5a, ps->o->wsize);
+	pthread_barrier_wait(&par_start);
+	do {
+		write_full(ps->fd, buf, ps->o->wsize, "stream");
+		ps->sent += ps->o->wsize;
+	} while (now_us() < par_deadline);
+	if (shutdown(ps->fd, SHUT_WR) < 0)
+		die("shutdown: %s", strerror(errno));
+	read_full(ps->fd, &acked, sizeof(acked), "stream ack");
+	ps->end = now_us();
+	if (acked != ps->sent)
+		die("server received %llu of %llu bytes", acked, ps->sent);
+	free(buf);
+	return NULL;
+}
+
+/* -N parallel streams: all connected first, then started together. */
+static void client_parallel(const struct opts *o)
+{
+	struct hdr h = { .magic = BENCH_MAGIC, .op = OP_STREAM };
+	unsigned long long sent = 0;
+	double t0, t1 = 0, secs, mbps, u0, s0, u1, s1;
+	struct par_stream *ps;
+	unsigned int i;
+	int err;
+
+	ps = calloc(o->par, sizeof(*ps));
+	if (!ps)
+		die("out of memory");
+	for (i = 0; i < o->par; i++) {
+		ps[i].o = o;
+		ps[i].fd = client_connect(o);
+		write_full(ps[i].fd, &h, sizeof(h), "header");
+	}
+	pthread_barrier_init(&par_start, NULL, o->par + 1);
+	for (i = 0; i < o->par; i++) {
+		err = pthread_create(&ps[i].tid, NULL, par_thread, &ps[i]);
+		if (err)
+			die("pthread_create: %s", strerror(err));
+	}
+	cpu_secs(&u0, &s0);
+	t0 = now_us();
+	par_deadline = t0 + o->secs * 1e6;
+	pthread_barrier_wait(&par_start);
+	for (i = 0; i < o->par; i++) {
+		pthread_join(ps[i].tid, NULL);
+		sent += ps[i].sent;
+		if (ps[i].end > t1)
+			t1 = ps[i].end;
+		close(ps[i].fd);
+	}
+	cpu_secs(&u1, &s1);
+	secs = (t1 - t0) / 1e6;
+	mbps = sent / secs / 1e6;
+	printf("RESULT label=%s family=%s test=par streams=%u write_size=%u",
+	       o->label, fam_names[o->fam], o->par, o->wsize);
+	printf(" bytes=%llu secs=%.3f MBps=%.2f Gbps=%.4f", sent, secs, mbps,
+	       mbps * 8 / 1000);
+	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f\n",
+	       u1 - u0, s1 - s0);
+	printf("%-8s %u parallel streams, %u B writes: %llu bytes in %.2f s = %.2f MB/s\n",
+	       o->label, o->par, o->wsize, sent, secs, mbps);
+	fflush(stdout);
+	free(ps);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -462,13 +700,16 @@ static void print_usage(int rc)
 		"usage: visock_bench server [-f visock|inet|smc] [-p PORT] [-n CONNS] [-T SECS]\n"
 		"       visock_bench client -c HOST [-f visock|inet|smc] [-p PORT] [-t SECS]\n"
 		"                    [-w WRITE_BYTES] [-r ROUNDS] [-W WARMUP] [-m MSG_BYTES]\n"
-		"                    [-l LABEL] [-T SECS] [-S|-P]\n"
+		"                    [-l LABEL] [-T SECS] [-S] [-P] [-C [-k]] [-N STREAMS]\n"
 		"  -f  socket family (default inet)      -p  port (default 5300)\n"
-		"  -n  server: connections to serve (default 2)\n"
+		"  -n  server: connections to serve, 0: until killed (default 2)\n"
 		"  -t  stream seconds (default 10)       -w  stream write size (default 65536)\n"
 		"  -r  ping-pong rounds (default 2000)   -W  warm-up rounds (default 200)\n"
 		"  -m  ping-pong message size (default 64)\n"
-		"  -S  stream test only   -P  ping-pong test only (client)\n"
+		"  -S  stream test   -P  ping-pong test (default: both)\n"
+		"  -C  connect/request/close for -t seconds, -m byte requests\n"
+		"  -k  with -C: keep one more connection open meanwhile\n"
+		"  -N  STREAMS parallel streams for -t seconds, -w byte writes\n"
 		"  -T  give up after SECS (default 300)  -l  label in the output\n");
 	exit(rc);
 }
@@ -492,7 +733,7 @@ int main(int argc, char **argv)
 		.wsize = 65536, .rounds = 2000, .warmup = 200, .msg = 64,
 		.timeout = 300,
 	};
-	bool server, do_stream = true, do_pp = true;
+	bool server, do_stream = false, do_pp = false, do_crr = false;
 	int c;
 
 	if (argc < 2)
@@ -507,7 +748,7 @@ int main(int argc, char **argv)
 		print_usage(2);
 	optind = 2;
 
-	while ((c = getopt(argc, argv, "f:c:p:n:t:w:r:W:m:T:l:SPh")) != -1) {
+	while ((c = getopt(argc, argv, "f:c:p:n:t:w:r:W:m:T:l:SPCkN:h")) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "visock"))
@@ -558,10 +799,21 @@ int main(int argc, char **argv)
 			o.label = optarg;
 			break;
 		case 'S':
-			do_pp = false;
+			do_stream = true;
 			break;
 		case 'P':
-			do_stream = false;
+			do_pp = true;
+			break;
+		case 'C':
+			do_crr = true;
+			break;
+		case 'k':
+			o.keep = true;
+			break;
+		case 'N':
+			o.par = parse_uint(optarg, "stream count");
+			if (!o.par || o.par > MAX_PAR)
+				die("parallel streams must be 1..%d", MAX_PAR);
 			break;
 		case 'h':
 			print_usage(0);
@@ -586,9 +838,17 @@ int main(int argc, char **argv)
 	}
 	if (!o.host)
 		die("client needs -c HOST");
+	if (!do_stream && !do_pp && !do_crr && !o.par) {
+		do_stream = true;
+		do_pp = true;
+	}
 	if (do_stream)
 		client_stream(&o);
 	if (do_pp)
 		client_pingpong(&o);
+	if (do_crr)
+		client_crr(&o);
+	if (o.par)
+		client_parallel(&o);
 	return 0;
 }

@@ -51,7 +51,7 @@ backports_series=" 6.12 "
 
 # Userspace the guests use (they run the host's binaries).
 base_pkgs=(qemu-system-x86 busybox-static kmod xz-utils zstd cpio iproute2
-	procps iputils-ping socat rdma-core ibverbs-utils ibverbs-providers perftest iperf3 sockperf
+	procps iputils-ping socat rdma-core ibverbs-utils ibverbs-providers librdmacm1 perftest iperf3 sockperf
 	iptables nginx-light curl wrk redis-server redis-tools)
 
 # What the host looks for in guest kernel logs.
