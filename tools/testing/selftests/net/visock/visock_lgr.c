@@ -121,7 +121,8 @@ static const char *const fb_names[] = {
 	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
 	"link_busy", "link_gone",
 };
-#define NFB	(sizeof(fb_names) / sizeof(fb_names[0]))
+
+#define NFB	ARRAY_SIZE(fb_names)
 
 static void fb_snap(long long *v)
 {
@@ -353,16 +354,16 @@ static void settle(struct vt_ctx *c)
 {
 	int fd;
 
-	vt_sync(c, "settle");
+	vt_sync(c, "no QP left: start");
 	sysctl_set("lgr_idle_ms", 0);
-	vt_sync(c, "settle set");
+	vt_sync(c, "no QP left: set");
 	fd = su_pair(c);
 	close(fd);
 	vt_assert(proc_wait("lgr_connections", 0, WAIT_MS) == 0,
 		  "lgr_connections %lld after close", proc_get("lgr_connections"));
 	vt_assert(proc_wait("qps", 0, 40000) == 0, "%lld QPs left",
 		  proc_get("qps"));
-	vt_sync(c, "settled");
+	vt_sync(c, "no QP left: done");
 }
 
 /* ---- share ---- */
@@ -703,9 +704,10 @@ static void idle_race(struct vt_ctx *c)
 		vt_sync(c, "round");
 		close(fd);
 	}
-	vt_diag("%d connections racing QP teardown: %d on RDMA, %d fell back, %lld QPs created, %lld QPs now",
-		NRACE, rdma, tcp, proc_get("lgr_qps_created") - created0,
-		proc_get("qps"));
+	vt_diag("%d connections racing QP teardown: %d on RDMA, %d fell back",
+		NRACE, rdma, tcp);
+	vt_diag("%lld QPs created, %lld QPs now",
+		proc_get("lgr_qps_created") - created0, proc_get("qps"));
 	fb_report("idle_race", fb0);
 	vt_assert(rdma > 0, "no connection used RDMA");
 }
