@@ -438,6 +438,27 @@ bad:
 			      wake);
 }
 
+/**
+ * visock_cdc_note_quiet() - look for the peer's closed or abort flag only
+ * @dp: data path state of a connection that is no longer live
+ * @buf: a cursor message for it
+ * @len: its length
+ *
+ * A connection being torn down does not interpret cursor messages any
+ * more, but the flags that tell that the peer writes nothing more still
+ * let its ring be reused (visock_link_peer_quiet()).
+ *
+ * Context: completion handler (softirq), under @dp->lock.
+ */
+void visock_cdc_note_quiet(struct visock_dp *dp, const u8 *buf, u32 len)
+{
+	struct visock_cdc m;
+
+	if (!visock_cdc_decode(buf, len, &m) && m.token == dp->local_token &&
+	    (m.flags & (VISOCK_CDC_F_CLOSED | VISOCK_CDC_F_ABORT)))
+		visock_link_peer_quiet(dp->link);
+}
+
 static u32 visock_dp_unacked(const struct visock_dp *dp)
 {
 	s64 d = visock_cursor_diff(dp->tx_size, &dp->tx_acked,

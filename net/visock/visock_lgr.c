@@ -643,9 +643,10 @@ static bool visock_qp_same_group(const struct visock_qp *q, bool server,
 /* A QP that can take one more connection.  Under lgr_lock. */
 static bool visock_qp_has_room(const struct visock_qp *q)
 {
+	/* Lingering connections keep their token index. */
 	return q->state == VISOCK_QP_UP && !READ_ONCE(q->dying) &&
 	       !READ_ONCE(q->dead) && !test_bit(VISOCK_QP_BROKEN, &q->broken) &&
-	       q->nconns < q->max_conns;
+	       q->nconns + atomic_read(&q->nlinger) < q->max_conns;
 }
 
 static unsigned long visock_qp_idle_delay(const struct visock_qp *q)
@@ -728,8 +729,9 @@ static void visock_qp_idle_work(struct work_struct *work)
 	 * them).  Destroying the QP now would leave those requests to time
 	 * out; wait for them a while, unless the QP is of no use anyway.
 	 */
-	if (atomic_read(&q->nlinger) && !READ_ONCE(q->dying) &&
-	    !READ_ONCE(q->dead) && !test_bit(VISOCK_QP_BROKEN, &q->broken) &&
+	if (atomic_read(&q->nlinger) && READ_ONCE(q->confirmed) &&
+	    !READ_ONCE(q->dying) && !READ_ONCE(q->dead) &&
+	    !test_bit(VISOCK_QP_BROKEN, &q->broken) &&
 	    time_before(jiffies, READ_ONCE(q->linger_last) +
 				 VISOCK_LINGER_MAX)) {
 		mutex_unlock(&vn->lgr_lock);

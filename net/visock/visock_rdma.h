@@ -217,6 +217,7 @@ void visock_dp_wake(struct visock_dp *dp, unsigned int wake);
 void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake);
 void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
 			    unsigned int *wake);
+void visock_cdc_note_quiet(struct visock_dp *dp, const u8 *buf, u32 len);
 __poll_t visock_rdma_poll(struct visock_sock *vsk);
 int visock_rdma_ioctl(struct visock_sock *vsk, unsigned int cmd,
 		      unsigned long arg);

@@ -120,8 +120,12 @@ void visock_rx_event(void *ctx, const struct visock_rx_ev *ev)
 	spin_lock_bh(&dp->lock);
 	dp->wc++;
 	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wc, 1);
-	if (dp->state != VISOCK_DP_LIVE)
+	if (dp->state != VISOCK_DP_LIVE) {
+		/* Still note that the peer is done with our ring. */
+		if (ev->kind == VISOCK_RX_CTRL)
+			visock_cdc_note_quiet(dp, ev->msg, ev->len);
 		goto out;
+	}
 	switch (ev->kind) {
 	case VISOCK_RX_DATA:
 		visock_rx_data_locked(dp, ev->imm, &wake);
