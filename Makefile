@@ -5,6 +5,7 @@
 #   make                      build visock.ko for the running kernel
 #   make KDIR=<build dir>     ... or for another kernel's headers
 #   make check                the whole test suite (see README)
+#   make check-debug          kselftests + KUnit on the KASAN/lockdep guest kernel
 #   make demo                 two emulated hosts talking over visock
 #   make bench                TCP/visock/SMC-R/rsocket/verbs numbers on the emulated hosts
 #   make install              install the module and the tools
@@ -20,6 +21,7 @@ TESTING	:= tools/testing
 VERSION	:= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
 .PHONY: all tools modules modules-clean clean install modules_install check check-quick demo \
+	check-debug debug-kernel \
 	bench checkpatch kunit vm-test selftests dkms-check modules-testbed
 
 all: modules tools
@@ -74,6 +76,15 @@ check:
 
 demo:
 	$(TESTING)/demo.sh
+
+# Not part of check (CI time): the whole kselftest suite and KUnit on the
+# debug guest kernel (KASAN, lockdep, kmemleak, debug objects), built once
+# from linux-source-6.12 into ~/.cache/visock/kernels/6.12-debug.
+check-debug:
+	$(TESTING)/check-debug.sh
+
+debug-kernel:
+	$(TESTING)/debug-kernel.sh build
 
 # Benchmark (not a test, not part of check): TCP, visock, raw verbs and
 # SMC-R side by side on the emulated hosts.  KERNEL=6.1|6.12 (default 6.12).

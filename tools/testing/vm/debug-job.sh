@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# debug-job.sh [RUN_TESTS_ARGS...] - guest side of "make check-debug".
+#
+# Runs in both guests of the 6.12-debug test bed (vm.sh run ... --
+# tools/testing/vm/debug-job.sh): takes a kmemleak baseline (what the boot
+# leaked is not visock's), runs the kselftests (run_tests.sh, which unloads
+# visock at its end), on host a the KUnit suites (visock_kunit.ko, built by
+# check-debug.sh; results in $VISOCK_RESULTS/kunit.ktap), then scans for
+# leaks and leaves the report in $VISOCK_RESULTS/kmemleak.txt for
+# check-debug.sh.  Exits with the status of run_tests.sh.
+set -u
+
+km=/sys/kernel/debug/kmemleak
+tests=$VISOCK_SRC/tools/testing/selftests/net/visock/run_tests.sh
+kunit_ko=$VISOCK_SRC/build/$(uname -r)/visock_kunit.ko
+
+# Reading fails (EBUSY) unless the kernel was booted with kmemleak=on.
+kmemleak_on() { cat "$km" >/dev/null 2>&1; }
+
+if kmemleak_on; then
+	echo "debug-job: kmemleak baseline" >/dev/kmsg
+	echo scan >"$km" && echo clear >"$km"
+	echo "# debug-job: kmemleak baseline taken"
+else
+	echo "# debug-job: kmemleak is off (boot with kmemleak=on)"
+fi
+
+"$tests" "$@"
+rc=$?
+
+# The suites run when the module is loaded; KUNIT_DEBUGFS keeps the results.
+if [ "$VISOCK_HOST" = a ] && [ -f "$kunit_ko" ]; then
+	if insmod "$kunit_ko"; then
+		cat /sys/kernel/debug/kunit/visock*/results >"$VISOCK_RESULTS/kunit.ktap"
+		rmmod visock_kunit
+	fi
+	echo "# debug-job: KUnit: $(grep -cE '^    ok ' "$VISOCK_RESULTS/kunit.ktap" 2>/dev/null) passed," \
+		"$(grep -cE '^    not ok ' "$VISOCK_RESULTS/kunit.ktap" 2>/dev/null) failed"
+fi
+
+if kmemleak_on; then
+	# Objects younger than 5 s are not reported; two scans, as
+	# Documentation/dev-tools/kmemleak.rst suggests against transients.
+	sleep 6
+	echo scan >"$km"
+	sleep 1
+	echo scan >"$km"
+	cat "$km" >"$VISOCK_RESULTS/kmemleak.txt"
+	echo "# debug-job: kmemleak: $(grep -c '^unreferenced object' \
+		"$VISOCK_RESULTS/kmemleak.txt") suspected leaks after the run"
+else
+	echo "kmemleak off" >"$VISOCK_RESULTS/kmemleak.txt"
+fi
+exit "$rc"
