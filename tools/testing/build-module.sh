@@ -15,13 +15,12 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VM="$ROOT/tools/testing/vm/vm.sh"
-DEBUG_KERNEL="$ROOT/tools/testing/debug-kernel.sh"
 
 build_one() {
 	local kver=$1 kdir out log
 	kdir=/lib/modules/$kver/build
 	if [[ $kver == *-visock-debug ]]; then
-		kdir=$("$DEBUG_KERNEL" kdir) || return 1
+		kdir=${VISOCK_CACHE:-$HOME/.cache/visock}/kernels/by-kver/$kver/build
 	fi
 	if [ ! -d "$kdir" ]; then
 		echo "build-module: no headers for $kver at $kdir" >&2

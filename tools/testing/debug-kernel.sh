@@ -22,17 +22,30 @@
 #   build.log, build-time
 #
 # A changed debug.config or a new linux-source-6.12 package rebuilds
-# (incrementally).  Environment: VISOCK_CACHE, DEBUG_KERNEL_JOBS (default
-# nproc).
+# (incrementally).  $VISOCK_CACHE/kernels/by-kver/<kver> links to DIR, so
+# that vm.sh and build-module.sh find a debug kernel by its release.
+#
+# Environment: VISOCK_CACHE, DEBUG_KERNEL_JOBS (default nproc),
+# VISOCK_DEBUG_SOURCE_VERSION: build another Debian version of
+# linux-source-6.12 (e.g. 6.12.95-1~bpo12+1, the version of a kernel
+# under suspicion), fetched with "apt-get download" into
+# DIR=$VISOCK_CACHE/kernels/6.12-debug-<version>, not installed; vm.sh
+# boots it when the variable is set the same way.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 fragment=$here/vm/debug.config
 cache=${VISOCK_CACHE:-$HOME/.cache/visock}
-dir=$cache/kernels/6.12-debug
+want_version=${VISOCK_DEBUG_SOURCE_VERSION:-}
+if [ -n "$want_version" ]; then
+	dir=$cache/kernels/6.12-debug-${want_version//[^A-Za-z0-9.-]/_}
+	tarball=$dir/linux-source-6.12.tar.xz
+else
+	dir=$cache/kernels/6.12-debug
+	tarball=/usr/src/linux-source-6.12.tar.xz
+fi
 src=$dir/src
 build=$dir/build
-tarball=/usr/src/linux-source-6.12.tar.xz
 jobs=${DEBUG_KERNEL_JOBS:-$(nproc)}
 # Bump when the layout of DIR or the build steps change.
 format=1
@@ -41,7 +54,25 @@ log() { echo "debug-kernel: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 src_version() {
-	dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo unknown
+	if [ -n "$want_version" ]; then
+		echo "$want_version"
+	else
+		dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo unknown
+	fi
+}
+
+# The tarball of another version: from its .deb, without installing it.
+fetch_tarball() {
+	local tmp deb
+	tmp=$(mktemp -d "$dir/fetch.XXXXXX")
+	log "downloading linux-source-6.12=$want_version"
+	(cd "$tmp" && apt-get download -q "linux-source-6.12=$want_version" >&2) ||
+		die "cannot download linux-source-6.12=$want_version"
+	deb=$(echo "$tmp"/linux-source-6.12_*.deb)
+	dpkg-deb --fsys-tarfile "$deb" |
+		tar -xO ./usr/src/linux-source-6.12.tar.xz >"$tarball.tmp"
+	mv "$tarball.tmp" "$tarball"
+	rm -rf "$tmp"
 }
 
 want_stamp() {
@@ -66,7 +97,9 @@ ensure_source() {
 	if [ -f "$src/Makefile" ] && [ "$(cat "$dir/src.version" 2>/dev/null)" = "$ver" ]; then
 		return 0
 	fi
-	if [ ! -f "$tarball" ]; then
+	if [ -n "$want_version" ] && [ ! -f "$tarball" ]; then
+		fetch_tarball
+	elif [ ! -f "$tarball" ]; then
 		log "installing Debian package linux-source-6.12"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 			--no-install-recommends linux-source-6.12 >&2
@@ -146,6 +179,8 @@ build)
 		flock 9
 	fi
 	up_to_date || do_build
+	mkdir -p "$cache/kernels/by-kver"
+	ln -sfn "$dir" "$cache/kernels/by-kver/$(kver)"
 	echo "$dir"
 	;;
 kver)	kver || die "not built yet (run: $0 build)" ;;

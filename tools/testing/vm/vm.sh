@@ -25,13 +25,15 @@
 #
 # Kernels: 6.1 and 6.12 are Debian's (/boot, /lib/modules); 6.12-debug is
 # the KASAN/lockdep kernel built by tools/testing/debug-kernel.sh into the
-# cache ("prepare --kernel 6.12-debug" builds it; "all" means 6.1 and 6.12).
+# cache ("prepare --kernel 6.12-debug" builds it; "all" means 6.1 and 6.12;
+# VISOCK_DEBUG_SOURCE_VERSION selects another linux-source-6.12 version).
 
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 cache_root=${VISOCK_CACHE:-$HOME/.cache/visock}/vm
+kernels_root=${VISOCK_CACHE:-$HOME/.cache/visock}/kernels
 inst=${VISOCK_VM_INSTANCE:-0}
 port_base=${VISOCK_VM_PORT_BASE:-27700}
 accel=${VISOCK_VM_ACCEL:-tcg}
@@ -156,7 +158,7 @@ is_debug_kver() { [[ $1 == *-visock-debug ]]; }
 
 kernel_image() { # KVER -> the bzImage to boot
 	if is_debug_kver "$1"; then
-		echo "$("$debug_kernel" dir)/bzImage"
+		echo "$kernels_root/by-kver/$1/bzImage"
 	else
 		echo "/boot/vmlinuz-$1"
 	fi
@@ -164,7 +166,7 @@ kernel_image() { # KVER -> the bzImage to boot
 
 module_root() { # KVER -> root of its lib/modules/KVER ("" for /)
 	if is_debug_kver "$1"; then
-		echo "$("$debug_kernel" dir)/mod"
+		echo "$kernels_root/by-kver/$1/mod"
 	fi
 }
 
