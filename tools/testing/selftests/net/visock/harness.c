@@ -325,7 +325,8 @@ static void run_half(const struct vt_test *t, enum vt_role role, int ctl,
 		     int meta, char *peer_end, size_t end_size, bool *got_end,
 		     struct vt_outcome *out)
 {
-	unsigned int timeout = t->timeout ? t->timeout : VT_TIMEOUT_DEFAULT;
+	unsigned int timeout = (t->timeout ? t->timeout : VT_TIMEOUT_DEFAULT) *
+			       vt_time_scale;
 	long long deadline, grace = -1;
 	bool killed = false;
 	struct vt_ctx ctx;
@@ -613,7 +614,7 @@ static void client_cross(int meta, const char *host, int port,
 		return;
 	}
 	wait_ms = (long long)(t->timeout ? t->timeout : VT_TIMEOUT_DEFAULT) *
-		  1000 + 60000;
+		  vt_time_scale * 1000 + 60000;
 	if (!got_end &&
 	    ctl_readln(meta, peer_end, sizeof(peer_end), (int)wait_ms) < 0)
 		snprintf(peer_end, sizeof(peer_end),
@@ -743,7 +744,7 @@ static void server_cross(int meta, int lfd, unsigned int seq,
 	ctl_writeln(meta, "END %u %s %s", seq, ktap_res_name(out->res),
 		    out->reason);
 	wait_ms = (long long)(t->timeout ? t->timeout : VT_TIMEOUT_DEFAULT) *
-		  1000 + 60000;
+		  vt_time_scale * 1000 + 60000;
 	if (!got_end &&
 	    ctl_readln(meta, peer_end, sizeof(peer_end), (int)wait_ms) < 0)
 		snprintf(peer_end, sizeof(peer_end),
@@ -937,6 +938,20 @@ static int resolve4(const char *host, char *out, size_t size)
 	return 0;
 }
 
+unsigned int vt_time_scale = 1;
+
+static void vt_read_time_scale(void)
+{
+	const char *env = getenv("VISOCK_TEST_TIME_SCALE");
+	long v;
+
+	if (!env || !*env)
+		return;
+	v = strtol(env, NULL, 10);
+	if (v >= 1 && v <= 20)
+		vt_time_scale = (unsigned int)v;
+}
+
 int vt_main(int argc, char **argv, const char *prog,
 	    const struct vt_test *tests, size_t ntests)
 {
@@ -964,6 +979,7 @@ int vt_main(int argc, char **argv, const char *prog,
 	opt.tests = tests;
 	opt.ntests = ntests;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	vt_read_time_scale();
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {

@@ -22,6 +22,14 @@
 #include "ctl.h"
 
 #define VT_TIMEOUT_DEFAULT	60	/* seconds per test half */
+
+/*
+ * Factor on the test timeouts and on su_xfer() deadlines, from
+ * VISOCK_TEST_TIME_SCALE (1..20, default 1): a kernel with KASAN and
+ * lockdep under emulation moves data several times slower
+ * (run_tests.sh sets it there).
+ */
+extern unsigned int vt_time_scale;
 #define VT_CTL_TIMEOUT_MS	30000	/* one control message */
 
 enum vt_role {

@@ -70,6 +70,7 @@ usage: $0 [options]
   --pick PATTERN    run only tests whose name matches (shell glob; repeatable)
   --skip PATTERN    do not run tests whose name matches (repeatable)
 Environment: VISOCK_KO (module file: insmod it instead of modprobe visock),
+VISOCK_TEST_TIME_SCALE (factor on test timeouts; 4 on a KASAN kernel),
 VISOCK_HOST, VISOCK_PEER_IP, VISOCK_PEER_IP6, VISOCK_RESULTS (directory to
 store the output and the kernel log in), VISOCK_TEST_RXE_NETDEV (net device
 of a Soft-RoCE device that the no-RDMA-device tests may delete and add
@@ -297,6 +298,15 @@ finish_group() {
 echo "TAP version 13"
 echo "1..${#TESTS[@]}"
 diag "visock selftests: role $ROLE${PEER:+, peer $PEER}${PEER6:+ / $PEER6}, family $FAMILY, kernel $(uname -r)"
+
+# A kernel with KASAN (the test bed's 6.12-debug, also lockdep) moves data
+# several times slower: longer test timeouts (harness.h), unless set.
+if [ -z "${VISOCK_TEST_TIME_SCALE:-}" ] &&
+   grep -qw kasan_report /proc/kallsyms 2>/dev/null; then
+	export VISOCK_TEST_TIME_SCALE=4
+fi
+[ -n "${VISOCK_TEST_TIME_SCALE:-}" ] &&
+	diag "test timeouts x${VISOCK_TEST_TIME_SCALE} (VISOCK_TEST_TIME_SCALE)"
 
 IS_ROOT=0
 [ "$(id -u)" = 0 ] && IS_ROOT=1

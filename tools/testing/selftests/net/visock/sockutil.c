@@ -550,7 +550,8 @@ struct su_xf {
 
 void su_xfer(const int *fds, int n, uint64_t len, int timeout_ms)
 {
-	long long deadline = ctl_now_ms() + timeout_ms;
+	long long budget = (long long)timeout_ms * vt_time_scale;
+	long long deadline = ctl_now_ms() + budget;
 	struct pollfd *pfd = calloc(n, sizeof(*pfd));
 	struct su_xf *xf = calloc(n, sizeof(*xf));
 	uint8_t *in = malloc(SU_CHUNK);
@@ -577,8 +578,8 @@ void su_xfer(const int *fds, int n, uint64_t len, int timeout_ms)
 			continue;
 		vt_try(ret, "poll");
 		if (ctl_now_ms() > deadline)
-			vt_fail("transfer not finished after %d ms (%d of %d connections open)",
-				timeout_ms, left, n);
+			vt_fail("transfer not finished after %lld ms (%d of %d connections open)",
+				budget, left, n);
 		for (i = 0; i < n; i++) {
 			struct su_xf *x = &xf[i];
 			ssize_t r;
