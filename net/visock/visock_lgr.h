@@ -241,7 +241,6 @@ struct visock_qp {
  * @idx: token index (slot in @qp's token table)
  * @token: the token the peer puts in its messages
  * @created_qp: this connection created @qp and connects it
- * @reused: attached to a QP that was up already
  * @connected: visock_link_connect() succeeded
  * @peer_quiet: the peer will not write to our ring any more
  * @lingering: the owner is gone, the peer not quiet yet: the receive ring
@@ -267,7 +266,6 @@ struct visock_link {
 	u32 idx;
 	u32 token;
 	bool created_qp;
-	bool reused;
 	bool connected;
 	bool peer_quiet;
 	bool lingering;

@@ -155,7 +155,6 @@ int visock_link_create(const struct visock_link_params *p,
 		goto fail;
 
 	if (!created) {
-		l->reused = true;
 		l->lgr_id = p->req ? p->req->lgr_id : q->peer_qpn;
 		atomic64_inc(&visock_net(p->net)->lgr_reused);
 	}
@@ -240,7 +239,7 @@ u32 visock_link_token(const struct visock_link *l)
  */
 bool visock_link_reused(const struct visock_link *l)
 {
-	return l->reused;
+	return !l->created_qp;
 }
 
 /* Post a chain; caller holds post_lock.  Counts what was accepted. */
