@@ -140,6 +140,8 @@ struct visock_gauges {
  * @lgr_qps_destroyed: QPs destroyed
  * @lgr_reused: connections that joined an existing QP
  * @lgr_waits: connections that waited for a QP being set up
+ * @lgr_stale: receives dropped for an unknown or stale token, on any QP
+ *	(also after the QP is gone)
  */
 struct visock_net {
 	int enable;
@@ -175,6 +177,7 @@ struct visock_net {
 	atomic64_t lgr_qps_destroyed;
 	atomic64_t lgr_reused;
 	atomic64_t lgr_waits;
+	atomic64_t lgr_stale;
 };
 
 /* Count @n in field @f of the namespace counters of socket @sk. */
@@ -391,6 +394,27 @@ void visock_set_fallback(struct visock_sock *vsk, u8 reason);
 
 /* visock_debugfs.c */
 extern u32 visock_test_raw_handshake;
+
+/*
+ * Cursor message injection (debugfs cdc_inject, test only): the next
+ * cursor message of the connection whose local token is
+ * visock_test_cdc_token is followed by a copy for a wrong connection
+ * (STALE: same slot index, other random part; UNKNOWN: an index no
+ * connection should have) or itself carries an impossible value.
+ */
+enum {
+	VISOCK_TEST_CDC_OFF,
+	VISOCK_TEST_CDC_STALE,
+	VISOCK_TEST_CDC_UNKNOWN,
+	VISOCK_TEST_CDC_BAD_PROD,
+	VISOCK_TEST_CDC_BAD_CONS,
+	VISOCK_TEST_CDC_BAD_CREDITS,
+	VISOCK_TEST_CDC_MAX = VISOCK_TEST_CDC_BAD_CREDITS,
+};
+
+extern u32 visock_test_cdc_inject;
+extern u32 visock_test_cdc_token;
+extern u32 visock_test_cdc_injected;
 void visock_debugfs_init(void);
 void visock_debugfs_exit(void);
 

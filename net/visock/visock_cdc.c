@@ -295,6 +295,64 @@ static u32 visock_dp_unsent(const struct visock_dp *dp)
 	return d < 0 ? 0 : (u32)d;
 }
 
+/*
+ * Test hook (debugfs cdc_inject): returns the token for an extra copy of
+ * @m to send after it, or 0; or makes @m itself invalid.  One-shot: the
+ * mode is cleared by the connection that takes it.
+ */
+static u32 visock_cdc_test_inject(const struct visock_dp *dp,
+				  struct visock_cdc *m)
+{
+	u32 mode = READ_ONCE(visock_test_cdc_inject);
+
+	if (mode > VISOCK_TEST_CDC_MAX ||
+	    dp->local_token != READ_ONCE(visock_test_cdc_token) ||
+	    cmpxchg(&visock_test_cdc_inject, mode, VISOCK_TEST_CDC_OFF) != mode)
+		return 0;
+	WRITE_ONCE(visock_test_cdc_injected,
+		   READ_ONCE(visock_test_cdc_injected) + 1);
+	switch (mode) {
+	case VISOCK_TEST_CDC_STALE:
+		return m->token ^ ~VISOCK_TOKEN_IDX_MASK;
+	case VISOCK_TEST_CDC_UNKNOWN:
+		return m->token | VISOCK_TOKEN_IDX_MASK;
+	case VISOCK_TEST_CDC_BAD_PROD:
+		m->prod.count = dp->tx_size;
+		break;
+	case VISOCK_TEST_CDC_BAD_CONS:
+		m->cons.wrap++;
+		break;
+	case VISOCK_TEST_CDC_BAD_CREDITS:
+		m->credits = VISOCK_LINK_RQ_DEPTH + 1;
+		break;
+	}
+	return 0;
+}
+
+/*
+ * The extra copy of the test hook, for a token the peer must drop.  It
+ * takes a send queue slot but no credit: the peer's QP reposts the
+ * receive request at once and has spare ones (VISOCK_QP_RQ_SLACK).
+ */
+static void visock_cdc_test_send_copy(struct visock_dp *dp,
+				      const struct visock_cdc *orig, u32 token)
+{
+	unsigned int slot = dp->tx_slot;
+	struct visock_cdc m = *orig;
+
+	m.token = token;
+	if (!dp->sq_free ||
+	    visock_cdc_encode(&m, visock_link_ctrl_slot(dp->link, slot),
+			      VISOCK_LINK_CTRL_SLOT) < 0 ||
+	    visock_link_post_ctrl(dp->link, slot, VISOCK_CDC_LEN,
+				  &dp->ctrl_cqe))
+		return;
+	dp->tx_slot = (slot + 1) % VISOCK_LINK_SQ_DEPTH;
+	dp->sq_free--;
+	dp->wr_posted++;
+	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wr_posted, 1);
+}
+
 /**
  * visock_cdc_send_locked() - send a cursor message if one is pending
  * @dp: data path state
@@ -311,7 +369,7 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 {
 	unsigned int slot = dp->tx_slot;
 	struct visock_cdc m = { };
-	u32 unsent;
+	u32 unsent, copy = 0;
 	int err;
 
 	if (dp->state != VISOCK_DP_LIVE || !dp->ctrl_pending)
@@ -335,6 +393,8 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 		m.flags |= VISOCK_CDC_F_CLOSED;
 	if (dp->abort)
 		m.flags |= VISOCK_CDC_F_ABORT;
+	if (unlikely(READ_ONCE(visock_test_cdc_inject)))
+		copy = visock_cdc_test_inject(dp, &m);
 	if (WARN_ON_ONCE(visock_cdc_encode(&m, visock_link_ctrl_slot(dp->link,
 								     slot),
 					   VISOCK_LINK_CTRL_SLOT) < 0))
@@ -365,6 +425,8 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	dp->wr_posted++;
 	VISOCK_STAT_ADD(&dp->vsk->sk, cdc_sent, 1);
 	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wr_posted, 1);
+	if (unlikely(copy))
+		visock_cdc_test_send_copy(dp, &m, copy);
 }
 
 /**

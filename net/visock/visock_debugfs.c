@@ -11,12 +11,25 @@
  *	TCP stream for the application, which can then speak the handshake
  *	protocol itself.  The hostile-peer selftest uses it to send the
  *	other host malformed handshake messages.
+ *
+ * cdc_token, cdc_inject, cdc_injected: cursor message injection.  Write
+ *	a connection's local token (VISOCK_INFO vi_local_token) to
+ *	cdc_token, then a VISOCK_TEST_CDC_* mode to cdc_inject: the
+ *	connection's next cursor message is followed by a copy with a
+ *	stale (1) or unknown (2) token, or carries an out-of-range
+ *	producer cursor (3), consumer cursor (4) or credit count (5).
+ *	cdc_inject goes back to 0 and cdc_injected counts up when it has
+ *	been done.  The peer must drop the copy and count it
+ *	(lgr_stale_dropped), or reset that one connection.
  */
 #include <linux/debugfs.h>
 
 #include "visock.h"
 
 u32 visock_test_raw_handshake;
+u32 visock_test_cdc_inject;
+u32 visock_test_cdc_token;
+u32 visock_test_cdc_injected;
 
 static struct dentry *visock_debugfs_dir;
 
@@ -32,6 +45,12 @@ void visock_debugfs_init(void)
 	visock_debugfs_dir = debugfs_create_dir("visock", NULL);
 	debugfs_create_u32("raw_handshake", 0600, visock_debugfs_dir,
 			   &visock_test_raw_handshake);
+	debugfs_create_u32("cdc_token", 0600, visock_debugfs_dir,
+			   &visock_test_cdc_token);
+	debugfs_create_u32("cdc_inject", 0600, visock_debugfs_dir,
+			   &visock_test_cdc_inject);
+	debugfs_create_u32("cdc_injected", 0400, visock_debugfs_dir,
+			   &visock_test_cdc_injected);
 }
 
 /**

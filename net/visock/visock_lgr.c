@@ -278,6 +278,7 @@ static void visock_qp_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		goto repost;
 stale:
 	atomic64_inc(&q->rx_stale);
+	atomic64_inc(&visock_net(q->net)->lgr_stale);
 	net_dbg_ratelimited("visock: QP %u: dropped a message for no connection\n",
 			    q->qpn);
 repost:
@@ -1284,8 +1285,8 @@ void visock_lgr_net_exit(struct net *net)
 /**
  * visock_lgr_gauges() - the link group part of a namespace's gauges
  * @net: the namespace
- * @g: its QPs, those up, registered ring bytes, attached connections,
- *	and the messages dropped for stale tokens are added
+ * @g: its QPs, those up, registered ring bytes and attached connections
+ *	are added; the messages dropped for stale tokens are set
  *
  * Context: process context.
  */
@@ -1300,8 +1301,8 @@ void visock_lgr_gauges(struct net *net, struct visock_gauges *g)
 		if (q->state == VISOCK_QP_UP && !READ_ONCE(q->dead))
 			g->links_up++;
 		g->lgr_conns += q->nconns;
-		g->lgr_stale += atomic64_read(&q->rx_stale);
 	}
 	mutex_unlock(&vn->lgr_lock);
+	g->lgr_stale = atomic64_read(&vn->lgr_stale);
 	g->reg_bytes = atomic64_read(&vn->lgr_mem);
 }

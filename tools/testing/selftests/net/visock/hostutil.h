@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Host state for the visock tests that need the data path: sysctls and
+ * debugfs files, the module's counters in /proc/net/visock, and a
+ * socket's VISOCK_INFO.
+ */
+#ifndef VISOCK_SELFTEST_HOSTUTIL_H
+#define VISOCK_SELFTEST_HOSTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <linux/visock.h>
+
+#include "harness.h"
+
+#define HU_ENABLE_PATH	"/proc/sys/net/visock/enable"
+#define HU_SYSCTL_DIR	"/proc/sys/net/visock/"
+#define HU_PROC_PATH	"/proc/net/visock"
+#define HU_DEBUGFS_DIR	"/sys/kernel/debug/visock/"
+
+/* Contents of @path without trailing blanks; -1 if it cannot be read. */
+int hu_read_text(const char *path, char *buf, size_t size);
+/* Number in @path, -1 if it cannot be read. */
+long long hu_read_ll(const char *path);
+/* Write @val to @path: 0, or -1 with errno set. */
+int hu_write_ll(const char *path, long long val);
+/* Same, failing the test if it cannot. */
+void hu_set_ll(const char *path, long long val);
+
+/*
+ * The module's debugfs file @name can be written (mounting debugfs on
+ * /sys/kernel/debug if it is not yet).
+ */
+bool hu_debugfs_ready(const char *name);
+
+/* Counter @name of /proc/net/visock, -1 if absent. */
+long long hu_proc_get(const char *name);
+/* Same, failing the test if absent. */
+long long hu_proc(const char *name);
+/* Wait up to @ms for counter @name to be @want; returns its value. */
+long long hu_proc_wait(const char *name, long long want, int ms);
+/* Wait up to @ms for counter @name to reach @want; returns its value. */
+long long hu_proc_wait_ge(const char *name, long long want, int ms);
+
+/* Both halves: skip unless both hosts can run an RDMA data path test. */
+void hu_need_rdma(struct vt_ctx *c);
+/* VISOCK_INFO of @fd (the whole structure). */
+void hu_get_info(int fd, struct visock_info *vi);
+/* @fd must be in RDMA mode with rings on both ends; @vi may be NULL. */
+void hu_expect_rdma(int fd, const char *what, struct visock_info *vi);
+
+#endif /* VISOCK_SELFTEST_HOSTUTIL_H */
