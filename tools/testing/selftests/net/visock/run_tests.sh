@@ -71,10 +71,13 @@ usage: $0 [options]
   --skip PATTERN    do not run tests whose name matches (repeatable)
 Environment: VISOCK_KO (module file: insmod it instead of modprobe visock),
 VISOCK_TEST_TIME_SCALE (factor on test timeouts; 4 on a KASAN kernel),
+VISOCK_TEST_CHURN_CYCLES (lgr.churn; 10000, 1000 when the time scale is > 1),
 VISOCK_HOST, VISOCK_PEER_IP, VISOCK_PEER_IP6, VISOCK_RESULTS (directory to
 store the output and the kernel log in), VISOCK_TEST_RXE_NETDEV (net device
 of a Soft-RoCE device that the no-RDMA-device tests may delete and add
-back; set automatically in the VM test bed).
+back; set automatically in the VM test bed), VISOCK_TEST_ALT_IP (a second
+IPv4 address of the client host on the RDMA interface, for lgr.multi_peer;
+added and removed automatically in the VM test bed).
 EOF
 }
 
@@ -307,6 +310,14 @@ if [ -z "${VISOCK_TEST_TIME_SCALE:-}" ] &&
 fi
 [ -n "${VISOCK_TEST_TIME_SCALE:-}" ] &&
 	diag "test timeouts x${VISOCK_TEST_TIME_SCALE} (VISOCK_TEST_TIME_SCALE)"
+# lgr.churn's 10000 cycles take hours there: 1000 (the leak check after
+# it is the point on such a kernel), unless set.
+if [ -z "${VISOCK_TEST_CHURN_CYCLES:-}" ] &&
+   [ "${VISOCK_TEST_TIME_SCALE:-1}" -gt 1 ]; then
+	export VISOCK_TEST_CHURN_CYCLES=1000
+fi
+[ -n "${VISOCK_TEST_CHURN_CYCLES:-}" ] &&
+	diag "lgr.churn: ${VISOCK_TEST_CHURN_CYCLES} cycles (VISOCK_TEST_CHURN_CYCLES)"
 
 IS_ROOT=0
 [ "$(id -u)" = 0 ] && IS_ROOT=1
@@ -444,6 +455,39 @@ elif [ -n "${VISOCK_TEST_RXE_NETDEV:-}" ]; then
 	RXE_NAME=$(rxe_on "$VISOCK_TEST_RXE_NETDEV")
 fi
 
+# lgr.multi_peer needs a second address of the client host on the RDMA
+# interface (VISOCK_TEST_ALT_IP).  In the VM bed the client adds one for
+# the lgr group, and waits for its RoCE GID; elsewhere the user may name
+# one that is configured already.
+ALT_ADDED=
+alt_ip_add() {
+	local ip hex i
+
+	[ -n "${VISOCK_JOB_ID:-}" ] && [ "$ROLE" = client ] &&
+		[ -z "${VISOCK_TEST_ALT_IP:-}" ] &&
+		[ -n "${VISOCK_LOCAL_IP:-}" ] &&
+		[ -n "${VISOCK_TEST_RXE_NETDEV:-}" ] || return 0
+	ip=${VISOCK_LOCAL_IP%.*}.$((${VISOCK_LOCAL_IP##*.} + 100))
+	ip addr add "$ip/24" dev "$VISOCK_TEST_RXE_NETDEV" || return 0
+	ALT_ADDED=$ip
+	export VISOCK_TEST_ALT_IP=$ip
+	# shellcheck disable=SC2086 # the octets, one argument each
+	hex=$(printf '%02x%02x:%02x%02x' ${ip//./ })
+	for i in $(seq 50); do
+		grep -qs "ffff:$hex" /sys/class/infiniband/*/ports/*/gids/* &&
+			return 0
+		sleep 0.2
+	done
+	diag "no RoCE GID for $ip after 10 s"
+}
+
+alt_ip_del() {
+	[ -n "$ALT_ADDED" ] || return 0
+	ip addr del "$ALT_ADDED/24" dev "$VISOCK_TEST_RXE_NETDEV" 2>/dev/null
+	ALT_ADDED=
+	unset VISOCK_TEST_ALT_IP
+}
+
 RESTORED=0
 restore_state() {
 	[ "$RESTORED" = 1 ] && return 0
@@ -473,6 +517,7 @@ cleanup() {
 		wait "$HOLDER_PID" 2>/dev/null
 	fi
 	declare -F redirect_cleanup >/dev/null && redirect_cleanup
+	alt_ip_del
 	restore_state
 	rm -f "$KLOG_SNAP"
 }
@@ -976,8 +1021,10 @@ hs_pass() {
 		if [ -n "$why" ]; then
 			finish_group lgr skip "$why"
 		elif [ "$ROLE" = client ]; then
+			alt_ip_add
 			run_prog lgr visock_lgr --role client --peer "$PEER" \
 				--ctl-port "$CTL_PORT" --family visock
+			alt_ip_del
 		else
 			run_prog lgr visock_lgr --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"

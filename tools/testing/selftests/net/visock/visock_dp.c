@@ -50,66 +50,17 @@
 #include <linux/visock.h>
 
 #include "harness.h"
+#include "hostutil.h"
 #include "ktap.h"
 #include "sockutil.h"
 
 #define KiB		1024ULL
 #define MiB		(1024 * KiB)
-#define ENABLE_PATH	"/proc/sys/net/visock/enable"
-#define PROC_PATH	"/proc/net/visock"
 #define IB_CLASS	"/sys/class/infiniband"
 #define WAIT_MS		10000		/* something the peer owes */
 #define XFER_MS		60000		/* one bulk transfer */
 
 /* ---- host state ---- */
-
-static int read_text(const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	return 0;
-}
-
-static long long read_ll(const char *path)
-{
-	char buf[64];
-
-	if (read_text(path, buf, sizeof(buf)))
-		return -1;
-	return strtoll(buf, NULL, 0);
-}
-
-/* Counter @name of /proc/net/visock, -1 if absent. */
-static long long proc_get(const char *name)
-{
-	char line[256], key[128];
-	long long val = -1, v;
-	FILE *f;
-
-	f = fopen(PROC_PATH, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%127s %lld", key, &v) == 2 &&
-		    !strcmp(key, name)) {
-			val = v;
-			break;
-		}
-	}
-	fclose(f);
-	return val;
-}
 
 /*
  * The ACTIVE RoCE port and the counter that tells how much it sent:
@@ -132,10 +83,10 @@ static unsigned int port_mtu(const char *dev)
 	unsigned int mtu;
 
 	snprintf(path, sizeof(path), IB_CLASS "/%s/parent", dev);
-	if (read_text(path, parent, sizeof(parent)))
+	if (hu_read_text(path, parent, sizeof(parent)))
 		return 4096;
 	snprintf(path, sizeof(path), "/sys/class/net/%s/mtu", parent);
-	ndev_mtu = read_ll(path);
+	ndev_mtu = hu_read_ll(path);
 	if (ndev_mtu <= 0)
 		return 4096;
 	ndev_mtu -= 80;		/* RXE_MAX_HDR_LENGTH */
@@ -168,13 +119,13 @@ static bool port_find(struct port_ctr *pc)
 				continue;
 			snprintf(path, sizeof(path), IB_CLASS "/%s/ports/%s/state",
 				 d->d_name, p->d_name);
-			if (read_text(path, buf, sizeof(buf)) ||
+			if (hu_read_text(path, buf, sizeof(buf)) ||
 			    !strstr(buf, "ACTIVE"))
 				continue;
 			snprintf(path, sizeof(path),
 				 IB_CLASS "/%s/ports/%s/link_layer",
 				 d->d_name, p->d_name);
-			if (read_text(path, buf, sizeof(buf)) ||
+			if (hu_read_text(path, buf, sizeof(buf)) ||
 			    strcmp(buf, "Ethernet"))
 				continue;
 			found = true;
@@ -206,60 +157,7 @@ static bool port_find(struct port_ctr *pc)
 	return found;
 }
 
-static bool active_rdma_port(void)
-{
-	struct port_ctr pc;
-
-	return port_find(&pc);
-}
-
 /* ---- requirements and connection state ---- */
-
-/* Both halves: skip unless both hosts can run a data path test. */
-static void need_rdma(struct vt_ctx *c)
-{
-	const char *why = "";
-
-	if (c->family != VT_FAMILY_VISOCK)
-		why = "family inet: needs AF_VISOCK";
-	else if (c->loopback)
-		why = "both halves on one host: loopback connections do not use RDMA";
-	else if (read_ll(ENABLE_PATH) < 0)
-		why = "visock is not loaded";
-	else if (read_ll(ENABLE_PATH) != 1)
-		why = "net.visock.enable is not 1";
-	else if (!active_rdma_port())
-		why = "no ACTIVE RoCE port";
-	vt_agree(c, !*why, why);
-}
-
-static void get_info(int fd, struct visock_info *vi)
-{
-	socklen_t len = sizeof(*vi);
-
-	memset(vi, 0, sizeof(*vi));
-	vt_try(getsockopt(fd, SOL_VISOCK, VISOCK_INFO, vi, &len),
-	       "getsockopt(VISOCK_INFO)");
-	vt_assert(len == sizeof(*vi),
-		  "VISOCK_INFO: optlen %u, expected %zu (data path counters)",
-		  len, sizeof(*vi));
-}
-
-/* @fd must be in RDMA mode; returns its VISOCK_INFO. */
-static void expect_rdma(int fd, const char *what, struct visock_info *vi)
-{
-	struct visock_info tmp;
-
-	if (!vi)
-		vi = &tmp;
-	get_info(fd, vi);
-	vt_assert(vi->vi_mode == VISOCK_MODE_RDMA,
-		  "%s: mode %u (fallback reason %u), expected RDMA (%u)",
-		  what, vi->vi_mode, vi->vi_fallback_reason, VISOCK_MODE_RDMA);
-	vt_assert(vi->vi_rbuf_size && vi->vi_peer_rbuf_size,
-		  "%s: ring sizes %u/%u", what, vi->vi_rbuf_size,
-		  vi->vi_peer_rbuf_size);
-}
 
 static void set_rcvtimeo(int fd, int ms)
 {
@@ -277,7 +175,7 @@ static int dp_pair(struct vt_ctx *c)
 {
 	int fd = su_pair(c);
 
-	expect_rdma(fd, vt_is_client(c) ? "connect()ed socket" :
+	hu_expect_rdma(fd, vt_is_client(c) ? "connect()ed socket" :
 		    "accept()ed socket", NULL);
 	set_rcvtimeo(fd, XFER_MS);
 	return fd;
@@ -415,12 +313,12 @@ static void rdma_bytes_dir(struct vt_ctx *c, bool client_sends)
 	int fd;
 
 	fd = dp_pair(c);
-	get_info(fd, &v0);
-	proc0 = proc_get(key);
-	vt_assert(proc0 >= 0, "%s: no %s", PROC_PATH, key);
+	hu_get_info(fd, &v0);
+	proc0 = hu_proc_get(key);
+	vt_assert(proc0 >= 0, "%s: no %s", HU_PROC_PATH, key);
 	have_ctr = port_find(&pc) && pc.path[0];
 	if (have_ctr)
-		ctr0 = read_ll(pc.path);
+		ctr0 = hu_read_ll(pc.path);
 	vt_sync(c, "go");
 	if (sender) {
 		pl_send(fd, RB_LEN);
@@ -430,10 +328,10 @@ static void rdma_bytes_dir(struct vt_ctx *c, bool client_sends)
 		pl_recv(fd, RB_LEN);
 		vt_send(c, "RCVD");
 	}
-	get_info(fd, &v1);
-	proc1 = proc_get(key);
+	hu_get_info(fd, &v1);
+	proc1 = hu_proc_get(key);
 	if (have_ctr)
-		ctr1 = read_ll(pc.path);
+		ctr1 = hu_read_ll(pc.path);
 
 	vt_assert(v1.vi_mode == VISOCK_MODE_RDMA, "%s: mode %u at the end",
 		  dir, v1.vi_mode);
@@ -455,11 +353,11 @@ static void rdma_bytes_dir(struct vt_ctx *c, bool client_sends)
 		  (unsigned long long)v1.vi_tcp_bytes_sent,
 		  (unsigned long long)v1.vi_tcp_bytes_rcvd);
 	vt_assert(proc1 - proc0 >= (long long)n,
-		  "%s: %s %s grew by %lld, expected >= %llu", dir, PROC_PATH,
+		  "%s: %s %s grew by %lld, expected >= %llu", dir, HU_PROC_PATH,
 		  key, proc1 - proc0, (unsigned long long)n);
 	vt_diag("%s: %s bytes %llu, %s %s +%lld", dir,
 		sender ? "sent" : "received", (unsigned long long)n,
-		PROC_PATH, key, proc1 - proc0);
+		HU_PROC_PATH, key, proc1 - proc0);
 
 	if (sender) {
 		if (!have_ctr) {
@@ -498,7 +396,7 @@ static void rdma_bytes_dir(struct vt_ctx *c, bool client_sends)
 
 static void rdma_bytes(struct vt_ctx *c)
 {
-	need_rdma(c);
+	hu_need_rdma(c);
 	rdma_bytes_dir(c, true);
 	vt_sync(c, "reverse");
 	rdma_bytes_dir(c, false);
@@ -549,7 +447,7 @@ static void wrap_block(struct vt_ctx *c, unsigned int k)
 		sum_send(c, &p);
 	} else {
 		sum_check(c, &p, what);
-		expect_rdma(fd, what, NULL);
+		hu_expect_rdma(fd, what, NULL);
 	}
 	close(fd);
 }
@@ -568,7 +466,7 @@ static void wrap_flags(struct vt_ctx *c)
 	int fd;
 
 	fd = dp_pair(c);
-	get_info(fd, &vi);
+	hu_get_info(fd, &vi);
 	/* The client writes into the server's ring. */
 	if (vt_is_client(c)) {
 		ring = vi.vi_peer_rbuf_size;
@@ -646,7 +544,7 @@ static void wrap_flags(struct vt_ctx *c)
 		sum_send(c, &p);
 	} else {
 		sum_check(c, &p, "MSG_PEEK/MSG_WAITALL/SO_RCVLOWAT stream");
-		expect_rdma(fd, "after the wrap tests", NULL);
+		hu_expect_rdma(fd, "after the wrap tests", NULL);
 	}
 	close(fd);
 }
@@ -655,7 +553,7 @@ static void wrap_offsets(struct vt_ctx *c)
 {
 	size_t i;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	for (i = 0; i < ARRAY_SIZE(wrap_prefix); i++)
 		wrap_block(c, wrap_prefix[i]);
 	wrap_flags(c);
@@ -672,12 +570,12 @@ static void slow_reader(struct vt_ctx *c)
 	uint8_t buf[KiB];
 	int fd, i;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	fd = dp_pair(c);
 	pat_init(&p, 8);
 	if (vt_is_client(c)) {
 		pat_send(fd, &p, SLOW_LEN);
-		get_info(fd, &vi);
+		hu_get_info(fd, &vi);
 		vt_diag("writer: %llu ring-full waits, %llu cursor messages received",
 			(unsigned long long)vi.vi_tx_waits,
 			(unsigned long long)vi.vi_cdc_rcvd);
@@ -710,7 +608,7 @@ static char proc_state(pid_t pid)
 	char path[64], buf[512], *s;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (read_text(path, buf, sizeof(buf)))
+	if (hu_read_text(path, buf, sizeof(buf)))
 		return '?';
 	s = strrchr(buf, ')');
 	return s && s[1] == ' ' ? s[2] : '?';
@@ -769,12 +667,12 @@ static void blocked_reader_switch(struct vt_ctx *c)
 	char st = '?';
 	pid_t pid;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 
 	/* 1: the client writes at once after connect(), before accept(). */
 	if (vt_is_client(c)) {
 		fd = su_connect(c, VT_FAMILY_VISOCK, false, su_recv_port(c));
-		get_info(fd, &vi);
+		hu_get_info(fd, &vi);
 		pat_init(&p, 41);
 		/* 32 KiB before the server accepts, then more than a ring. */
 		pat_send(fd, &p, 32 * KiB);
@@ -783,14 +681,14 @@ static void blocked_reader_switch(struct vt_ctx *c)
 		vt_diag("mode right after connect(): %u", vi.vi_mode);
 		vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
 		sum_send(c, &p);
-		expect_rdma(fd, "writer right after connect()", NULL);
+		hu_expect_rdma(fd, "writer right after connect()", NULL);
 	} else {
 		lfd = su_listen(VT_FAMILY_VISOCK, false, 4, SOCK_CLOEXEC);
 		su_send_port(c, lfd);
 		vt_expect(c, "WROTE");
 		fd = su_accept(lfd, SOCK_CLOEXEC);
 		close(lfd);
-		expect_rdma(fd, "accept()ed socket", NULL);
+		hu_expect_rdma(fd, "accept()ed socket", NULL);
 		set_rcvtimeo(fd, XFER_MS);
 		pat_init(&p, 41);
 		pat_recv(fd, &p, BR_FIRST, "bytes written right after connect()");
@@ -803,7 +701,7 @@ static void blocked_reader_switch(struct vt_ctx *c)
 	/* 2: recv() blocked right after accept(), then the client writes. */
 	if (vt_is_client(c)) {
 		fd = su_connect(c, VT_FAMILY_VISOCK, false, su_recv_port(c));
-		expect_rdma(fd, "connect()ed socket", NULL);
+		hu_expect_rdma(fd, "connect()ed socket", NULL);
 		vt_expect(c, "BLOCKED");
 		pat_init(&p, 42);
 		pat_send(fd, &p, MiB);
@@ -833,7 +731,7 @@ static void blocked_reader_switch(struct vt_ctx *c)
 			vt_fail("reader child never blocked (state %c)", st);
 		}
 		usleep(20 * 1000);
-		expect_rdma(fd, "accept()ed socket with a blocked reader", NULL);
+		hu_expect_rdma(fd, "accept()ed socket with a blocked reader", NULL);
 		vt_send(c, "BLOCKED");
 		while (waitpid(pid, &status, 0) < 0)
 			vt_assert(errno == EINTR, "waitpid: %s", strerror(errno));
@@ -854,7 +752,7 @@ static void close_abort(struct vt_ctx *c)
 	ssize_t r;
 	int fd;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 
 	/* shutdown(SHUT_WR) one way, then the other: EOF after the data. */
 	fd = dp_pair(c);
@@ -937,7 +835,7 @@ static void parallel64(struct vt_ctx *c)
 	int fds[NPAR], i, lfd, port;
 	char what[64];
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	if (vt_is_client(c)) {
 		port = su_recv_port(c);
 		for (i = 0; i < NPAR; i++)
@@ -951,13 +849,13 @@ static void parallel64(struct vt_ctx *c)
 	}
 	for (i = 0; i < NPAR; i++) {
 		snprintf(what, sizeof(what), "connection %d", i);
-		expect_rdma(fds[i], what, NULL);
+		hu_expect_rdma(fds[i], what, NULL);
 	}
 	vt_sync(c, "all");
 	su_xfer(fds, NPAR, MiB, 100 * 1000);
 	for (i = 0; i < NPAR; i++) {
 		snprintf(what, sizeof(what), "connection %d", i);
-		expect_rdma(fds[i], what, &vi);
+		hu_expect_rdma(fds[i], what, &vi);
 		vt_assert(vi.vi_rdma_bytes_sent == pl_total(MiB) &&
 			  vi.vi_rdma_bytes_rcvd == pl_total(MiB),
 			  "%s: RDMA bytes sent/received %llu/%llu, expected %llu",
@@ -1150,12 +1048,12 @@ static void epoll_wakeups(struct vt_ctx *c)
 {
 	int fd;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	fd = dp_pair(c);
 	epoll_in(c, fd);
 	vt_sync(c, "out");
 	epoll_out(c, fd);
-	expect_rdma(fd, "after the epoll tests", NULL);
+	hu_expect_rdma(fd, "after the epoll tests", NULL);
 	close(fd);
 }
 
@@ -1168,26 +1066,11 @@ static void epoll_wakeups(struct vt_ctx *c)
 
 static long long rs_orig_default = -1;
 
-static int write_ll(const char *path, long long val)
-{
-	char buf[32];
-	int fd, ret = 0;
-
-	snprintf(buf, sizeof(buf), "%lld\n", val);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (write(fd, buf, strlen(buf)) != (ssize_t)strlen(buf))
-		ret = -1;
-	close(fd);
-	return ret;
-}
-
 static void rs_cleanup(const struct vt_ctx *c)
 {
 	(void)c;
 	if (rs_orig_default >= 0)
-		write_ll(RBUF_DEFAULT_PATH, rs_orig_default);
+		hu_write_ll(RBUF_DEFAULT_PATH, rs_orig_default);
 }
 
 static void expect_rings(int fd, const char *what, unsigned int mine,
@@ -1195,7 +1078,7 @@ static void expect_rings(int fd, const char *what, unsigned int mine,
 {
 	struct visock_info vi;
 
-	expect_rdma(fd, what, &vi);
+	hu_expect_rdma(fd, what, &vi);
 	vt_diag("%s: rings %u (ours) / %u (peer's)", what, vi.vi_rbuf_size,
 		vi.vi_peer_rbuf_size);
 	vt_assert(vi.vi_rbuf_size == mine && vi.vi_peer_rbuf_size == peer,
@@ -1215,12 +1098,12 @@ static void ring_sizes(struct vt_ctx *c)
 	struct sockaddr_storage ss;
 	socklen_t len;
 
-	need_rdma(c);
-	rs_orig_default = read_ll(RBUF_DEFAULT_PATH);
+	hu_need_rdma(c);
+	rs_orig_default = hu_read_ll(RBUF_DEFAULT_PATH);
 	vt_assert(rs_orig_default > 0, "%s: %s", RBUF_DEFAULT_PATH,
 		  strerror(errno));
 	vt_set_cleanup(rs_cleanup);
-	vt_assert(!write_ll(RBUF_DEFAULT_PATH, 200000), "writing %s: %s",
+	vt_assert(!hu_write_ll(RBUF_DEFAULT_PATH, 200000), "writing %s: %s",
 		  RBUF_DEFAULT_PATH, strerror(errno));
 
 	if (vt_is_client(c)) {
@@ -1258,8 +1141,8 @@ static void ring_sizes(struct vt_ctx *c)
 	}
 	vt_sync(c, "xfer");
 	su_xfer(fds, 2, RS_LEN, 100 * 1000);
-	expect_rdma(fds[0], "default", NULL);
-	expect_rdma(fds[1], "SO_RCVBUF", NULL);
+	hu_expect_rdma(fds[0], "default", NULL);
+	hu_expect_rdma(fds[1], "SO_RCVBUF", NULL);
 	close(fds[0]);
 	close(fds[1]);
 	rs_cleanup(c);
@@ -1286,7 +1169,7 @@ static void connect_storm(struct vt_ctx *c)
 	socklen_t len;
 	char what[64];
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	if (vt_is_client(c)) {
 		port = su_recv_port(c);
 		len = su_peer_addr(c, false, port, &ss);
@@ -1333,7 +1216,7 @@ static void connect_storm(struct vt_ctx *c)
 	}
 	for (i = 0; i < NSTORM; i++) {
 		snprintf(what, sizeof(what), "connection %d", i);
-		expect_rdma(fds[i], what, NULL);
+		hu_expect_rdma(fds[i], what, NULL);
 	}
 	vt_sync(c, "xfer");
 	su_xfer(fds, NSTORM, 64 * KiB, 100 * 1000);

@@ -14,7 +14,8 @@
  * conns1000		1000 concurrent connections, each moving checksummed
  *			data over RDMA, on at most lgr_max_links QPs per
  *			host; prints the setup time ratios (not judged)
- * churn		10000 connect/transfer/close cycles from 4 processes;
+ * churn		10000 connect/transfer/close cycles from 4 processes
+ *			(VISOCK_TEST_CHURN_CYCLES; 1000 on a KASAN kernel);
  *			afterwards no connection, ring or QP is left once
  *			the QPs idled out (registered_bytes back to 0)
  * idle_teardown	an idle QP goes after lgr_idle_ms on both hosts (the
@@ -30,6 +31,17 @@
  *			connection fall back with reason link_busy, intact
  * mem_limit		lgr_mem_max_mb=1: a connection whose rings do not
  *			fit falls back with reason buf_exhausted, intact
+ * multi_peer		connections from two addresses of the client
+ *			(VISOCK_TEST_ALT_IP) are on separate QPs of the
+ *			server: a link group per peer
+ * stale_token		the client's module sends an extra cursor message
+ * unknown_token	with a stale token / an unused index (debugfs
+ *			cdc_inject): the server drops and counts it
+ *			(lgr_stale_dropped + 1), the stream is intact
+ * bad_prod, bad_cons,	a cursor message with a producer cursor beyond
+ * bad_credits		the ring / a consumer cursor ahead of the data /
+ *			too many credits: that connection is reset on both
+ *			hosts, another one on the same QP carries on
  *
  * No test checks how long anything takes; every wait is bounded.
  */
@@ -48,72 +60,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <linux/visock.h>
 
+#include "ctl.h"
 #include "harness.h"
+#include "hostutil.h"
 #include "ktap.h"
 #include "sockutil.h"
 
 #define KiB		1024ULL
-#define ENABLE_PATH	"/proc/sys/net/visock/enable"
-#define SYSCTL_DIR	"/proc/sys/net/visock/"
-#define PROC_PATH	"/proc/net/visock"
 #define WAIT_MS		10000		/* something the peer owes */
 #define XFER_MS		300000		/* a bulk transfer of many sockets */
 
 /* ---- host state ---- */
-
-static long long read_ll(const char *path)
-{
-	char buf[64];
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	return strtoll(buf, NULL, 0);
-}
-
-static void write_ll(const char *path, long long val)
-{
-	char buf[32];
-	int fd, len;
-
-	len = snprintf(buf, sizeof(buf), "%lld\n", val);
-	fd = vt_try(open(path, O_WRONLY | O_CLOEXEC), path);
-	vt_assert(write(fd, buf, len) == len, "write %s: %s", path,
-		  strerror(errno));
-	close(fd);
-}
-
-/* Counter @name of /proc/net/visock (fails the test if absent). */
-static long long proc_get(const char *name)
-{
-	char line[256], key[128];
-	long long val = -1, v;
-	FILE *f;
-
-	f = fopen(PROC_PATH, "re");
-	vt_assert(f, "%s: %s", PROC_PATH, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%127s %lld", key, &v) == 2 &&
-		    !strcmp(key, name)) {
-			val = v;
-			break;
-		}
-	}
-	fclose(f);
-	vt_assert(val >= 0, "%s has no counter %s", PROC_PATH, name);
-	return val;
-}
 
 static const char *const fb_names[] = {
 	"none", "disabled", "peer_no_visock", "no_device", "peer_no_device",
@@ -131,7 +93,7 @@ static void fb_snap(long long *v)
 
 	for (i = 1; i < NFB; i++) {
 		snprintf(name, sizeof(name), "fallback_%s", fb_names[i]);
-		v[i] = proc_get(name);
+		v[i] = hu_proc(name);
 	}
 }
 
@@ -157,24 +119,6 @@ static long long fb_report(const char *what, const long long *v0)
 	return n;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-/* Wait up to @ms for proc counter @name to be @want; returns its value. */
-static long long proc_wait(const char *name, long long want, int ms)
-{
-	long long end = now_ms() + ms, v;
-
-	while ((v = proc_get(name)) != want && now_ms() < end)
-		usleep(50 * 1000);
-	return v;
-}
-
 /*
  * Sysctls the tests change: read when the program starts and restored by
  * the cleanup hook (in the runner process) after every test half,
@@ -184,16 +128,16 @@ static const char *const saved_names[] = {
 	"lgr_max_links", "lgr_link_conns", "lgr_idle_ms", "lgr_mem_max_mb",
 };
 
-static long long saved_vals[4] = { -1, -1, -1, -1 };
+static long long saved_vals[ARRAY_SIZE(saved_names)] = { -1, -1, -1, -1 };
 
 static void save_sysctls(void)
 {
 	char path[128];
 	unsigned int i;
 
-	for (i = 0; i < 4; i++) {
-		snprintf(path, sizeof(path), SYSCTL_DIR "%s", saved_names[i]);
-		saved_vals[i] = read_ll(path);
+	for (i = 0; i < ARRAY_SIZE(saved_names); i++) {
+		snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", saved_names[i]);
+		saved_vals[i] = hu_read_ll(path);
 	}
 }
 
@@ -201,8 +145,8 @@ static void sysctl_set(const char *name, long long val)
 {
 	char path[128];
 
-	snprintf(path, sizeof(path), SYSCTL_DIR "%s", name);
-	write_ll(path, val);
+	snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", name);
+	hu_set_ll(path, val);
 }
 
 static long long sysctl_get(const char *name)
@@ -210,74 +154,27 @@ static long long sysctl_get(const char *name)
 	char path[128];
 	long long v;
 
-	snprintf(path, sizeof(path), SYSCTL_DIR "%s", name);
-	v = read_ll(path);
+	snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", name);
+	v = hu_read_ll(path);
 	vt_assert(v >= 0, "cannot read %s", path);
 	return v;
 }
 
 static void restore_sysctls(const struct vt_ctx *c)
 {
-	char path[128], buf[32];
+	char path[128];
 	unsigned int i;
-	int fd, len;
 
 	(void)c;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < ARRAY_SIZE(saved_names); i++) {
 		if (saved_vals[i] < 0)
 			continue;
-		snprintf(path, sizeof(path), SYSCTL_DIR "%s", saved_names[i]);
-		len = snprintf(buf, sizeof(buf), "%lld\n", saved_vals[i]);
-		fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			if (write(fd, buf, len) != len)
-				fprintf(stderr, "# restoring %s failed\n", path);
-			close(fd);
-		}
+		snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", saved_names[i]);
+		if (hu_write_ll(path, saved_vals[i]))
+			fprintf(stderr, "# restoring %s failed\n", path);
 	}
-}
-
-static bool active_rdma_port(void)
-{
-	return read_ll(ENABLE_PATH) >= 0 && proc_get("rdma_devices") > 0;
-}
-
-static void need_rdma(struct vt_ctx *c)
-{
-	const char *why = "";
-
-	if (c->family != VT_FAMILY_VISOCK)
-		why = "family inet: needs AF_VISOCK";
-	else if (c->loopback)
-		why = "both halves on one host: loopback connections do not use RDMA";
-	else if (read_ll(ENABLE_PATH) < 0)
-		why = "visock is not loaded";
-	else if (read_ll(ENABLE_PATH) != 1)
-		why = "net.visock.enable is not 1";
-	else if (!active_rdma_port())
-		why = "no RDMA device";
-	vt_agree(c, !*why, why);
-}
-
-static void get_info(int fd, struct visock_info *vi)
-{
-	socklen_t len = sizeof(*vi);
-
-	memset(vi, 0, sizeof(*vi));
-	vt_try(getsockopt(fd, SOL_VISOCK, VISOCK_INFO, vi, &len),
-	       "getsockopt(VISOCK_INFO)");
-}
-
-static void expect_rdma(int fd, const char *what, struct visock_info *vi)
-{
-	struct visock_info tmp;
-
-	if (!vi)
-		vi = &tmp;
-	get_info(fd, vi);
-	vt_assert(vi->vi_mode == VISOCK_MODE_RDMA,
-		  "%s: mode %u (fallback reason %u), expected RDMA (%u)",
-		  what, vi->vi_mode, vi->vi_fallback_reason, VISOCK_MODE_RDMA);
+	if (hu_read_ll(HU_DEBUGFS_DIR "cdc_inject") > 0)
+		hu_write_ll(HU_DEBUGFS_DIR "cdc_inject", 0);
 }
 
 static void set_nofile(int n)
@@ -296,13 +193,16 @@ static void small_rings(int fd)
 	       "setsockopt(SO_RCVBUF)");
 }
 
-static int connect_small(struct vt_ctx *c, int port)
+/* Connect to the peer's @port with receive buffer @rcvbuf (0: default). */
+static int connect_rcvbuf(struct vt_ctx *c, int port, int rcvbuf)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = su_peer_addr(c, false, port, &ss);
 	int fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
 
-	small_rings(fd);
+	if (rcvbuf)
+		vt_try(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+				  sizeof(rcvbuf)), "setsockopt(SO_RCVBUF)");
 	vt_try(connect(fd, (struct sockaddr *)&ss, len), "connect");
 	return fd;
 }
@@ -318,7 +218,7 @@ static int count_qps(const int *fds, int n, const char *what)
 	vt_assert(qpn, "out of memory");
 	for (i = 0; i < n; i++) {
 		snprintf(w, sizeof(w), "%s %d", what, i);
-		expect_rdma(fds[i], w, &vi);
+		hu_expect_rdma(fds[i], w, &vi);
 		for (j = 0; j < distinct; j++)
 			if (qpn[j] == vi.vi_local_qpn)
 				break;
@@ -359,10 +259,10 @@ static void settle(struct vt_ctx *c)
 	vt_sync(c, "no QP left: set");
 	fd = su_pair(c);
 	close(fd);
-	vt_assert(proc_wait("lgr_connections", 0, WAIT_MS) == 0,
-		  "lgr_connections %lld after close", proc_get("lgr_connections"));
-	vt_assert(proc_wait("qps", 0, 40000) == 0, "%lld QPs left",
-		  proc_get("qps"));
+	vt_assert(hu_proc_wait("lgr_connections", 0, WAIT_MS) == 0,
+		  "lgr_connections %lld after close", hu_proc("lgr_connections"));
+	vt_assert(hu_proc_wait("qps", 0, 40000) == 0, "%lld QPs left",
+		  hu_proc("qps"));
 	vt_sync(c, "no QP left: done");
 }
 
@@ -375,9 +275,9 @@ static void share(struct vt_ctx *c)
 	long long reused0, max_links;
 	int *fds, i, port, qps;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	max_links = sysctl_get("lgr_max_links");
-	reused0 = proc_get("lgr_qp_reused");
+	reused0 = hu_proc("lgr_qp_reused");
 	if (vt_is_client(c)) {
 		port = su_recv_port(c);
 		fds = calloc(NSHARE, sizeof(*fds));
@@ -391,12 +291,12 @@ static void share(struct vt_ctx *c)
 	su_xfer(fds, NSHARE, 256 * KiB, XFER_MS);
 	qps = count_qps(fds, NSHARE, "connection");
 	vt_diag("%d connections on %d QP(s), lgr_max_links %lld, %lld joined an existing QP",
-		NSHARE, qps, max_links, proc_get("lgr_qp_reused") - reused0);
+		NSHARE, qps, max_links, hu_proc("lgr_qp_reused") - reused0);
 	vt_assert(qps <= max_links, "%d QPs for %d connections, limit %lld",
 		  qps, NSHARE, max_links);
-	vt_assert(proc_get("lgr_qp_reused") - reused0 >= NSHARE - max_links,
+	vt_assert(hu_proc("lgr_qp_reused") - reused0 >= NSHARE - max_links,
 		  "only %lld of %d connections joined an existing QP",
-		  proc_get("lgr_qp_reused") - reused0, NSHARE);
+		  hu_proc("lgr_qp_reused") - reused0, NSHARE);
 	vt_sync(c, "checked");
 	for (i = 0; i < NSHARE; i++)
 		close(fds[i]);
@@ -425,7 +325,7 @@ static long long setup_rtt(struct vt_ctx *c, enum vt_family fam, int port,
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	if (fam == VT_FAMILY_VISOCK)
-		fd = connect_small(c, port);
+		fd = connect_rcvbuf(c, port, 16 * 1024);
 	else
 		fd = su_connect(c, fam, false, port);
 	su_write_all(fd, &ch, 1);
@@ -442,7 +342,7 @@ static void conns1000(struct vt_ctx *c)
 	int *fds, i, port, tport, lfd, tlfd, qps;
 	char ch;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	set_nofile(4 * NCONNS);
 	max_links = sysctl_get("lgr_max_links");
 	if (vt_is_client(c)) {
@@ -492,7 +392,7 @@ static void conns1000(struct vt_ctx *c)
 	for (i = 0; i < NCONNS; i++) {
 		struct visock_info vi;
 
-		get_info(fds[i], &vi);
+		hu_get_info(fds[i], &vi);
 		/* (The 1-byte ping before may have gone either way.) */
 		vt_assert(vi.vi_rdma_bytes_sent >= pl_total(16 * KiB) &&
 			  vi.vi_rdma_bytes_rcvd >= pl_total(16 * KiB),
@@ -502,12 +402,12 @@ static void conns1000(struct vt_ctx *c)
 			  (unsigned long long)pl_total(16 * KiB));
 	}
 	vt_diag("%d connections on %d QP(s) (limit %lld), lgr_connections %lld",
-		NCONNS, qps, max_links, proc_get("lgr_connections"));
+		NCONNS, qps, max_links, hu_proc("lgr_connections"));
 	vt_assert(qps <= max_links, "%d QPs for %d connections, limit %lld",
 		  qps, NCONNS, max_links);
-	vt_assert(proc_get("lgr_connections") >= NCONNS,
+	vt_assert(hu_proc("lgr_connections") >= NCONNS,
 		  "lgr_connections %lld, expected at least %d",
-		  proc_get("lgr_connections"), NCONNS);
+		  hu_proc("lgr_connections"), NCONNS);
 	if (vt_is_client(c)) {
 		/* A benchmark, printed and not judged. */
 		qsort(tcp_us, NTCP, sizeof(*tcp_us), cmp_ll);
@@ -529,8 +429,10 @@ static void conns1000(struct vt_ctx *c)
 
 /* ---- churn ---- */
 
-#define CHURN_CYCLES	10000
 #define CHURN_PROCS	4
+
+/* VISOCK_TEST_CHURN_CYCLES, rounded down to a multiple of CHURN_PROCS. */
+static int churn_cycles = 10000;
 
 /* One process's share of cycles: connect, 4 KiB each way, close. */
 static void churn_client(struct vt_ctx *c, int port, int cycles)
@@ -538,7 +440,7 @@ static void churn_client(struct vt_ctx *c, int port, int cycles)
 	int i, fd;
 
 	for (i = 0; i < cycles; i++) {
-		fd = connect_small(c, port);
+		fd = connect_rcvbuf(c, port, 16 * 1024);
 		su_xfer(&fd, 1, 4 * KiB, WAIT_MS * 3);
 		close(fd);
 	}
@@ -567,10 +469,10 @@ static void churn_fork(struct vt_ctx *c, int port_or_lfd)
 			/* vt_fail() in a child ends it with a message. */
 			if (vt_is_client(c))
 				churn_client(c, port_or_lfd,
-					     CHURN_CYCLES / CHURN_PROCS);
+					     churn_cycles / CHURN_PROCS);
 			else
 				churn_server(port_or_lfd,
-					     CHURN_CYCLES / CHURN_PROCS);
+					     churn_cycles / CHURN_PROCS);
 			_exit(0);
 		}
 	}
@@ -587,13 +489,13 @@ static void churn(struct vt_ctx *c)
 	long long rdma0, created0, qps, mem, fb0[NFB], fb;
 	int lfd = -1, port;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	/* As on a busy host: the QPs stay between the cycles. */
 	sysctl_set("lgr_idle_ms", 10000);
 	vt_sync(c, "set");
 	fb_snap(fb0);
-	rdma0 = proc_get("connections_rdma");
-	created0 = proc_get("lgr_qps_created");
+	rdma0 = hu_proc("connections_rdma");
+	created0 = hu_proc("lgr_qps_created");
 	if (vt_is_client(c)) {
 		port = su_recv_port(c);
 		churn_fork(c, port);
@@ -605,30 +507,30 @@ static void churn(struct vt_ctx *c)
 		close(lfd);
 	}
 	vt_diag("%d cycles, every stream intact: %lld connections on RDMA, %lld QPs created",
-		CHURN_CYCLES, proc_get("connections_rdma") - rdma0,
-		proc_get("lgr_qps_created") - created0);
+		churn_cycles, hu_proc("connections_rdma") - rdma0,
+		hu_proc("lgr_qps_created") - created0);
 	fb = fb_report("churn", fb0);
 	/*
 	 * A connection may find every QP it may have still being set up
 	 * for half the handshake timeout on a loaded emulated host
 	 * (link_busy); nothing else is expected.
 	 */
-	vt_assert(proc_get("connections_rdma") - rdma0 + fb == CHURN_CYCLES &&
-		  fb <= CHURN_CYCLES / 100,
+	vt_assert(hu_proc("connections_rdma") - rdma0 + fb == churn_cycles &&
+		  fb <= churn_cycles / 100,
 		  "%lld of %d connections on RDMA, %lld fell back",
-		  proc_get("connections_rdma") - rdma0, CHURN_CYCLES, fb);
+		  hu_proc("connections_rdma") - rdma0, churn_cycles, fb);
 	vt_sync(c, "done");
 	/* Closing finishes in the background: every connection leaves. */
-	vt_assert(proc_wait("lgr_connections", 0, 30000) == 0,
+	vt_assert(hu_proc_wait("lgr_connections", 0, 30000) == 0,
 		  "lgr_connections %lld after every socket closed",
-		  proc_get("lgr_connections"));
+		  hu_proc("lgr_connections"));
 	vt_sync(c, "closed");
 	/* Then the QPs go, and with them every ring they pooled. */
 	sysctl_set("lgr_idle_ms", 200);
-	qps = proc_wait("qps", 0, 60000);
-	mem = proc_wait("registered_bytes", 0, 5000);
+	qps = hu_proc_wait("qps", 0, 60000);
+	mem = hu_proc_wait("registered_bytes", 0, 5000);
 	vt_diag("afterwards: qps %lld, registered_bytes %lld, lgr_stale_dropped %lld",
-		qps, mem, proc_get("lgr_stale_dropped"));
+		qps, mem, hu_proc("lgr_stale_dropped"));
 	vt_assert(!qps && !mem, "left over: %lld QPs, %lld registered bytes",
 		  qps, mem);
 	vt_sync(c, "idle");
@@ -641,33 +543,33 @@ static void idle_teardown(struct vt_ctx *c)
 	long long created0, destroyed0;
 	int fd;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	/*
 	 * The server would keep its end for 2 * 60 + 2 s on its own: it
 	 * goes within 20 s only if the client's delete message arrives.
 	 */
 	sysctl_set("lgr_idle_ms", vt_is_client(c) ? 1000 : 60000);
 	vt_sync(c, "set");
-	created0 = proc_get("lgr_qps_created");
-	destroyed0 = proc_get("lgr_qps_destroyed");
+	created0 = hu_proc("lgr_qps_created");
+	destroyed0 = hu_proc("lgr_qps_destroyed");
 	fd = su_pair(c);
-	expect_rdma(fd, "first connection", NULL);
+	hu_expect_rdma(fd, "first connection", NULL);
 	su_xfer(&fd, 1, 64 * KiB, XFER_MS);
 	vt_sync(c, "xfer");
 	close(fd);
 	vt_sync(c, "closed");
 	/* Both ends go: the client's idle work tells the server. */
-	vt_assert(proc_wait("qps", 0, 20000) == 0,
-		  "%lld QPs still there after 20 s idle", proc_get("qps"));
-	vt_assert(proc_get("lgr_qps_destroyed") > destroyed0,
+	vt_assert(hu_proc_wait("qps", 0, 20000) == 0,
+		  "%lld QPs still there after 20 s idle", hu_proc("qps"));
+	vt_assert(hu_proc("lgr_qps_destroyed") > destroyed0,
 		  "lgr_qps_destroyed did not grow");
 	vt_sync(c, "gone");
 	fd = su_pair(c);
-	expect_rdma(fd, "connection after the teardown", NULL);
+	hu_expect_rdma(fd, "connection after the teardown", NULL);
 	su_xfer(&fd, 1, 64 * KiB, XFER_MS);
-	vt_assert(proc_get("lgr_qps_created") >= created0 + 2,
+	vt_assert(hu_proc("lgr_qps_created") >= created0 + 2,
 		  "no new QP was created (%lld -> %lld)", created0,
-		  proc_get("lgr_qps_created"));
+		  hu_proc("lgr_qps_created"));
 	vt_sync(c, "again");
 	close(fd);
 }
@@ -678,11 +580,11 @@ static void idle_teardown(struct vt_ctx *c)
 
 static void idle_race(struct vt_ctx *c)
 {
-	long long fb0[NFB], created0 = proc_get("lgr_qps_created");
+	long long fb0[NFB], created0 = hu_proc("lgr_qps_created");
 	int i, fd, rdma = 0, tcp = 0;
 	struct visock_info vi;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	fb_snap(fb0);
 	/* Every QP goes the moment its last connection closes. */
 	sysctl_set("lgr_idle_ms", 0);
@@ -690,7 +592,7 @@ static void idle_race(struct vt_ctx *c)
 	for (i = 0; i < NRACE; i++) {
 		fd = su_pair(c);
 		su_xfer(&fd, 1, 8 * KiB, XFER_MS);
-		get_info(fd, &vi);
+		hu_get_info(fd, &vi);
 		if (vi.vi_mode == VISOCK_MODE_RDMA) {
 			rdma++;
 		} else {
@@ -707,7 +609,7 @@ static void idle_race(struct vt_ctx *c)
 	vt_diag("%d connections racing QP teardown: %d on RDMA, %d fell back",
 		NRACE, rdma, tcp);
 	vt_diag("%lld QPs created, %lld QPs now",
-		proc_get("lgr_qps_created") - created0, proc_get("qps"));
+		hu_proc("lgr_qps_created") - created0, hu_proc("qps"));
 	fb_report("idle_race", fb0);
 	vt_assert(rdma > 0, "no connection used RDMA");
 }
@@ -723,7 +625,7 @@ static void prefork(struct vt_ctx *c)
 	int *fds, i, lfd, port, st, bad = 0, qps;
 	long long max_links = sysctl_get("lgr_max_links");
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	if (vt_is_client(c)) {
 		port = su_recv_port(c);
 		fds = calloc(NPRE_CONNS, sizeof(*fds));
@@ -752,7 +654,7 @@ static void prefork(struct vt_ctx *c)
 				cf[k] = su_accept(lfd, SOCK_CLOEXEC);
 			su_xfer(cf, n, 128 * KiB, XFER_MS);
 			for (k = 0; k < n; k++)
-				expect_rdma(cf[k], "child connection", NULL);
+				hu_expect_rdma(cf[k], "child connection", NULL);
 			_exit(0);
 		}
 	}
@@ -774,162 +676,397 @@ static void pool_reuse(struct vt_ctx *c)
 	long long mem1, mem2, reused0;
 	int fd;
 
-	need_rdma(c);
+	hu_need_rdma(c);
 	/* Keep the QP, and with it the pool, between the connections. */
 	sysctl_set("lgr_idle_ms", 60000);
 	vt_sync(c, "set");
 	fd = su_pair(c);
-	expect_rdma(fd, "first connection", NULL);
+	hu_expect_rdma(fd, "first connection", NULL);
 	su_xfer(&fd, 1, 256 * KiB, XFER_MS);
 	vt_sync(c, "xfer");
 	close(fd);
 	/* Both closed flags arrive, the rings go back to the pool. */
-	vt_assert(proc_wait("lgr_connections", 0, WAIT_MS) == 0,
-		  "lgr_connections %lld after close", proc_get("lgr_connections"));
+	vt_assert(hu_proc_wait("lgr_connections", 0, WAIT_MS) == 0,
+		  "lgr_connections %lld after close", hu_proc("lgr_connections"));
 	vt_sync(c, "closed");
 	usleep(500 * 1000);
 	vt_diag("after close: qps %lld, created %lld, destroyed %lld, lgr_idle_ms %lld",
-		proc_get("qps"), proc_get("lgr_qps_created"),
-		proc_get("lgr_qps_destroyed"), sysctl_get("lgr_idle_ms"));
-	mem1 = proc_get("registered_bytes");
-	reused0 = proc_get("lgr_qp_reused");
+		hu_proc("qps"), hu_proc("lgr_qps_created"),
+		hu_proc("lgr_qps_destroyed"), sysctl_get("lgr_idle_ms"));
+	mem1 = hu_proc("registered_bytes");
+	reused0 = hu_proc("lgr_qp_reused");
 	vt_sync(c, "measured");
 	fd = su_pair(c);
-	expect_rdma(fd, "second connection", NULL);
+	hu_expect_rdma(fd, "second connection", NULL);
 	su_xfer(&fd, 1, 256 * KiB, XFER_MS);
-	mem2 = proc_get("registered_bytes");
+	mem2 = hu_proc("registered_bytes");
 	vt_diag("ring memory before the second connection %lld, with it %lld; joined the QP: %lld",
-		mem1, mem2, proc_get("lgr_qp_reused") - reused0);
+		mem1, mem2, hu_proc("lgr_qp_reused") - reused0);
 	vt_assert(mem1 > 0 && mem2 == mem1,
 		  "registered_bytes %lld -> %lld: the rings were not reused",
 		  mem1, mem2);
-	vt_assert(!vt_is_client(c) || proc_get("lgr_qp_reused") > reused0,
+	vt_assert(!vt_is_client(c) || hu_proc("lgr_qp_reused") > reused0,
 		  "the second connection did not join the QP");
 	vt_sync(c, "checked");
 	close(fd);
 	settle(c);
 }
 
-/* ---- group_full ---- */
+/* ---- group_full, mem_limit ---- */
 
-#define NFULL	6
+/*
+ * A limit of the client's link group: the client sets @sysctl[] on a
+ * fresh group (no QP, no ring left from earlier tests), opens @n
+ * connections with receive buffer @rcvbuf (0: default) and every one
+ * moves checksummed data.  Those that fell back must give @reason on
+ * the client and @peer_reason (0: any) on the server.
+ */
+struct limit_case {
+	const char *what;
+	int n;
+	int rcvbuf;
+	struct { const char *name; long long val; } sysctl[2];
+	unsigned int reason, peer_reason;
+};
 
-static void group_full(struct vt_ctx *c)
+static void limit_restore(const struct limit_case *lc)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < 2 && lc->sysctl[i].name; i++)
+		for (j = 0; j < ARRAY_SIZE(saved_names); j++)
+			if (!strcmp(lc->sysctl[i].name, saved_names[j]))
+				sysctl_set(saved_names[j], saved_vals[j]);
+}
+
+/* Client: no QP and no ring left from earlier tests. */
+static void fresh_group(void)
+{
+	sysctl_set("lgr_idle_ms", 0);
+	vt_assert(hu_proc_wait("qps", 0, 30000) == 0, "%lld QPs left",
+		  hu_proc("qps"));
+	vt_assert(hu_proc_wait("registered_bytes", 0, 5000) == 0,
+		  "%lld bytes still registered", hu_proc("registered_bytes"));
+}
+
+/* Returns how many connections are on RDMA, *@fb how many fell back. */
+static int limit_run(struct vt_ctx *c, const struct limit_case *lc, int *fb)
 {
 	int *fds, i, port, rdma = 0;
 	struct visock_info vi;
+	unsigned int want;
 
-	need_rdma(c);
+	hu_need_rdma(c);
+	*fb = 0;
 	if (vt_is_client(c)) {
-		/* A fresh group: the QPs of earlier tests must be gone. */
-		sysctl_set("lgr_idle_ms", 0);
-		vt_assert(proc_wait("qps", 0, 30000) == 0, "%lld QPs left",
-			  proc_get("qps"));
-		sysctl_set("lgr_max_links", 1);
-		sysctl_set("lgr_link_conns", 4);
+		fresh_group();
+		for (i = 0; i < 2 && lc->sysctl[i].name; i++)
+			sysctl_set(lc->sysctl[i].name, lc->sysctl[i].val);
 		sysctl_set("lgr_idle_ms", 10000);
 		vt_sync(c, "prepared");
 		port = su_recv_port(c);
-		fds = calloc(NFULL, sizeof(*fds));
+		fds = calloc(lc->n, sizeof(*fds));
 		vt_assert(fds, "out of memory");
-		for (i = 0; i < NFULL; i++)
-			fds[i] = su_connect(c, VT_FAMILY_VISOCK, false, port);
+		for (i = 0; i < lc->n; i++)
+			fds[i] = connect_rcvbuf(c, port, lc->rcvbuf);
 	} else {
 		vt_sync(c, "prepared");
-		fds = accept_n(c, NFULL, false);
+		fds = accept_n(c, lc->n, false);
 	}
-	su_xfer(fds, NFULL, 64 * KiB, XFER_MS);
-	for (i = 0; i < NFULL; i++) {
-		get_info(fds[i], &vi);
+	su_xfer(fds, lc->n, 64 * KiB, XFER_MS);
+	want = vt_is_client(c) ? lc->reason : lc->peer_reason;
+	for (i = 0; i < lc->n; i++) {
+		hu_get_info(fds[i], &vi);
 		if (vi.vi_mode == VISOCK_MODE_RDMA) {
 			rdma++;
 			continue;
 		}
-		vt_assert(vi.vi_fallback_reason ==
-			  (vt_is_client(c) ? VISOCK_FB_LINK_BUSY :
-					     VISOCK_FB_PEER_DECLINE),
-			  "connection %d: mode %u, fallback reason %u", i,
-			  vi.vi_mode, vi.vi_fallback_reason);
+		(*fb)++;
+		vt_assert(!want || vi.vi_fallback_reason == want,
+			  "connection %d: mode %u, fallback reason %u, expected %u",
+			  i, vi.vi_mode, vi.vi_fallback_reason, want);
 	}
-	vt_diag("%d of %d connections on RDMA with one QP of 4", rdma, NFULL);
-	vt_assert(rdma == 4, "%d connections on RDMA, expected 4", rdma);
+	vt_diag("%s: %d of %d connections on RDMA, %d fell back", lc->what,
+		rdma, lc->n, *fb);
 	vt_sync(c, "done");
-	for (i = 0; i < NFULL; i++)
+	for (i = 0; i < lc->n; i++)
 		close(fds[i]);
 	free(fds);
-	sysctl_set("lgr_max_links", saved_vals[0]);
-	sysctl_set("lgr_link_conns", saved_vals[1]);
+	limit_restore(lc);
 	settle(c);
+	return rdma;
 }
 
-/* ---- mem_limit ---- */
+static void group_full(struct vt_ctx *c)
+{
+	static const struct limit_case lc = {
+		.what = "lgr_max_links=1, lgr_link_conns=4",
+		.n = 6,
+		.sysctl = { { "lgr_max_links", 1 }, { "lgr_link_conns", 4 } },
+		.reason = VISOCK_FB_LINK_BUSY,
+		.peer_reason = VISOCK_FB_PEER_DECLINE,
+	};
+	int fb, rdma = limit_run(c, &lc, &fb);
 
-#define NMEM	8
+	vt_assert(rdma == 4 && fb == 2,
+		  "%d connections on RDMA, %d fell back, expected 4 and 2",
+		  rdma, fb);
+}
 
 static void mem_limit(struct vt_ctx *c)
 {
-	int *fds, i, port, rdma = 0, fb = 0;
-	struct visock_info vi;
+	/* 1 MiB on the client: two connections' 256 KiB ring + buffer. */
+	static const struct limit_case lc = {
+		.what = "lgr_mem_max_mb=1 on the client",
+		.n = 8,
+		.rcvbuf = 256 * 1024,
+		.sysctl = { { "lgr_mem_max_mb", 1 } },
+		.reason = VISOCK_FB_BUF_EXHAUSTED,
+	};
+	int fb, rdma = limit_run(c, &lc, &fb);
 
-	need_rdma(c);
+	vt_assert(rdma >= 1 && fb >= 1,
+		  "%d on RDMA, %d fell back: expected both", rdma, fb);
+}
+
+/* ---- multi_peer ---- */
+
+#define NMP	4	/* connections from each client address */
+
+/*
+ * The server's link groups are per client address: connections from two
+ * addresses of the client host (the second one in VISOCK_TEST_ALT_IP,
+ * set up by run_tests.sh in the test bed) never share a QP there.
+ */
+static void multi_peer(struct vt_ctx *c)
+{
+	const char *alt = getenv("VISOCK_TEST_ALT_IP");
+	char addr[2 * NMP][64], *p;
+	uint32_t qpn[2 * NMP];
+	struct visock_info vi;
+	int *fds, i, j, port, naddr = 0;
+
+	hu_need_rdma(c);
+	vt_agree(c, !vt_is_client(c) || (alt && *alt),
+		 "VISOCK_TEST_ALT_IP is not set: no second client address");
 	if (vt_is_client(c)) {
-		sysctl_set("lgr_idle_ms", 0);
-		vt_assert(proc_wait("qps", 0, 30000) == 0, "%lld QPs left",
-			  proc_get("qps"));
-		vt_assert(proc_wait("registered_bytes", 0, 5000) == 0,
-			  "%lld bytes still registered",
-			  proc_get("registered_bytes"));
-		/* 1 MiB: two connections' 256 KiB ring + buffer each. */
-		sysctl_set("lgr_mem_max_mb", 1);
-		sysctl_set("lgr_idle_ms", 10000);
-		vt_sync(c, "prepared");
+		struct sockaddr_in sin = { .sin_family = AF_INET };
+
+		vt_assert(inet_pton(AF_INET, alt, &sin.sin_addr) == 1,
+			  "VISOCK_TEST_ALT_IP %s is not an IPv4 address", alt);
 		port = su_recv_port(c);
-		fds = calloc(NMEM, sizeof(*fds));
+		fds = calloc(2 * NMP, sizeof(*fds));
 		vt_assert(fds, "out of memory");
-		for (i = 0; i < NMEM; i++) {
-			int v = 256 * 1024;
+		for (i = 0; i < 2 * NMP; i++) {
+			struct sockaddr_storage ss;
+			socklen_t len = su_peer_addr(c, false, port, &ss);
 
 			fds[i] = su_socket(VT_FAMILY_VISOCK, false,
 					   SOCK_CLOEXEC);
-			vt_try(setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &v,
-					  sizeof(v)), "setsockopt(SO_RCVBUF)");
-			{
-				struct sockaddr_storage ss;
-				socklen_t len = su_peer_addr(c, false, port,
-							     &ss);
-
-				vt_try(connect(fds[i], (struct sockaddr *)&ss,
-					       len), "connect");
-			}
+			if (i % 2)
+				vt_try(bind(fds[i], (struct sockaddr *)&sin,
+					    sizeof(sin)), "bind(VISOCK_TEST_ALT_IP)");
+			vt_try(connect(fds[i], (struct sockaddr *)&ss, len),
+			       "connect");
 		}
 	} else {
-		vt_sync(c, "prepared");
-		fds = accept_n(c, NMEM, false);
+		fds = accept_n(c, 2 * NMP, false);
 	}
-	su_xfer(fds, NMEM, 64 * KiB, XFER_MS);
-	for (i = 0; i < NMEM; i++) {
-		get_info(fds[i], &vi);
-		if (vi.vi_mode == VISOCK_MODE_RDMA) {
-			rdma++;
-			continue;
-		}
-		fb++;
-		if (vt_is_client(c))
-			vt_assert(vi.vi_fallback_reason ==
-				  VISOCK_FB_BUF_EXHAUSTED,
-				  "connection %d: fallback reason %u", i,
-				  vi.vi_fallback_reason);
+	su_xfer(fds, 2 * NMP, 64 * KiB, XFER_MS);
+	for (i = 0; i < 2 * NMP; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+
+		hu_expect_rdma(fds[i], "connection", &vi);
+		qpn[i] = vi.vi_local_qpn;
+		vt_try(getpeername(fds[i], (struct sockaddr *)&ss, &len),
+		       "getpeername");
+		su_addr_str((struct sockaddr *)&ss, addr[i], sizeof(addr[i]));
+		p = strrchr(addr[i], ':');
+		if (p)
+			*p = '\0';	/* the port */
+		for (j = 0; j < i; j++)
+			if (!strcmp(addr[i], addr[j]))
+				break;
+		if (j == i)
+			naddr++;
 	}
-	vt_diag("lgr_mem_max_mb=1 on the client: %d on RDMA, %d fell back",
-		rdma, fb);
-	vt_assert(rdma >= 1 && fb >= 1,
-		  "%d on RDMA, %d fell back: expected both", rdma, fb);
-	vt_sync(c, "done");
-	for (i = 0; i < NMEM; i++)
+	if (!vt_is_client(c)) {
+		for (i = 0; i < 2 * NMP; i++)
+			for (j = 0; j < i; j++)
+				vt_assert(!strcmp(addr[i], addr[j]) ||
+					  qpn[i] != qpn[j],
+					  "connections from %s and %s share QP %u",
+					  addr[i], addr[j], qpn[i]);
+		vt_diag("%d connections from %d client addresses on %d QPs, none shared",
+			2 * NMP, naddr, count_qps(fds, 2 * NMP, "connection"));
+		vt_assert(naddr == 2,
+			  "connections from %d client addresses, expected 2",
+			  naddr);
+	}
+	vt_sync(c, "checked");
+	for (i = 0; i < 2 * NMP; i++)
 		close(fds[i]);
 	free(fds);
-	sysctl_set("lgr_mem_max_mb", saved_vals[3]);
+}
+
+/* ---- injected cursor messages ---- */
+
+/*
+ * The client's module sends a wrong cursor message on one connection
+ * (debugfs cdc_inject, see visock_debugfs.c): a copy with a stale or
+ * unknown token, which the server must drop and count, or a message with
+ * an out-of-range cursor or credit count, which must reset that
+ * connection only.
+ */
+#define CDC_TOKEN	HU_DEBUGFS_DIR "cdc_token"
+#define CDC_INJECT	HU_DEBUGFS_DIR "cdc_inject"
+#define CDC_INJECTED	HU_DEBUGFS_DIR "cdc_injected"
+
+enum { CDC_STALE = 1, CDC_UNKNOWN, CDC_BAD_PROD, CDC_BAD_CONS, CDC_BAD_CREDITS };
+
+static void need_cdc_hook(struct vt_ctx *c)
+{
+	hu_need_rdma(c);
+	vt_agree(c, !vt_is_client(c) || hu_debugfs_ready("cdc_inject"),
+		 "no debugfs file visock/cdc_inject");
+}
+
+/* Client: arm the hook for @fd's next cursor message; returns the count. */
+static long long cdc_arm(int fd, int mode)
+{
+	long long n0 = hu_read_ll(CDC_INJECTED);
+	struct visock_info vi;
+
+	hu_expect_rdma(fd, "connection to inject into", &vi);
+	hu_set_ll(CDC_TOKEN, vi.vi_local_token);
+	hu_set_ll(CDC_INJECT, mode);
+	return n0;
+}
+
+static void cdc_fired(long long n0)
+{
+	long long mode = hu_read_ll(CDC_INJECT), n = hu_read_ll(CDC_INJECTED);
+
+	vt_assert(mode == 0 && n == n0 + 1,
+		  "no injection happened: cdc_inject %lld, cdc_injected %lld -> %lld",
+		  mode, n0, n);
+}
+
+/* A copy for a connection that is not there: dropped, counted, no harm. */
+static void cdc_dropped(struct vt_ctx *c, int mode, const char *what)
+{
+	long long stale0, n0 = 0, stale;
+	int fd;
+
+	need_cdc_hook(c);
+	stale0 = hu_proc("lgr_stale_dropped");
+	fd = su_pair(c);
+	if (vt_is_client(c))
+		n0 = cdc_arm(fd, mode);
+	vt_sync(c, "armed");
+	/* The client's cursor messages return credits and consumer cursors. */
+	su_xfer(&fd, 1, 256 * KiB, XFER_MS);
+	if (vt_is_client(c)) {
+		cdc_fired(n0);
+	} else {
+		stale = hu_proc_wait_ge("lgr_stale_dropped", stale0 + 1,
+					WAIT_MS);
+		vt_diag("%s: lgr_stale_dropped %lld -> %lld", what, stale0,
+			stale);
+		vt_assert(stale == stale0 + 1,
+			  "lgr_stale_dropped %lld -> %lld, expected one more",
+			  stale0, stale);
+	}
+	hu_expect_rdma(fd, "the connection after the dropped copy", NULL);
+	vt_sync(c, "checked");
+	close(fd);
+}
+
+static void stale_token(struct vt_ctx *c)
+{
+	cdc_dropped(c, CDC_STALE, "copy with a stale token");
+}
+
+static void unknown_token(struct vt_ctx *c)
+{
+	cdc_dropped(c, CDC_UNKNOWN, "copy with an unknown token index");
+}
+
+/* The next read of @fd must fail with ECONNRESET. */
+static void expect_reset(int fd, const char *what)
+{
+	char buf[256];
+	ssize_t n;
+
+	su_wait(fd, POLLIN, what);
+	n = read(fd, buf, sizeof(buf));
+	vt_assert(n < 0 && errno == ECONNRESET,
+		  "%s: read returned %zd (%s), expected ECONNRESET", what, n,
+		  n < 0 ? strerror(errno) : n ? "data" : "end of stream");
+}
+
+/*
+ * An impossible cursor message on one of two connections sharing a QP:
+ * that connection is reset on both hosts, the other one carries on.
+ */
+static void cdc_reset(struct vt_ctx *c, int mode, const char *what)
+{
+	struct visock_info v0, v1;
+	long long n0 = 0;
+	int fds[2];
+
+	need_cdc_hook(c);
+	if (vt_is_client(c)) {
+		fresh_group();
+		sysctl_set("lgr_max_links", 1);
+		sysctl_set("lgr_idle_ms", 10000);
+	}
+	vt_sync(c, "prepared");
+	fds[0] = su_pair(c);
+	fds[1] = su_pair(c);
+	hu_expect_rdma(fds[0], "victim", &v0);
+	hu_expect_rdma(fds[1], "bystander", &v1);
+	vt_assert(v0.vi_local_qpn == v1.vi_local_qpn,
+		  "the two connections are on QPs %u and %u, expected one",
+		  v0.vi_local_qpn, v1.vi_local_qpn);
+	if (vt_is_client(c))
+		n0 = cdc_arm(fds[0], mode);
+	vt_sync(c, "armed");
+	if (vt_is_client(c)) {
+		/* A cursor message with the done-writing flag. */
+		vt_try(shutdown(fds[0], SHUT_WR), "shutdown");
+		expect_reset(fds[0], "victim (client)");
+		cdc_fired(n0);
+	} else {
+		expect_reset(fds[0], "victim (server)");
+	}
+	vt_sync(c, "reset");
+	su_xfer(&fds[1], 1, 256 * KiB, XFER_MS);
+	hu_expect_rdma(fds[1], "bystander after the reset", NULL);
+	vt_diag("%s: the victim was reset, the bystander on QP %u moved 256 KiB each way",
+		what, v1.vi_local_qpn);
+	vt_sync(c, "checked");
+	close(fds[0]);
+	close(fds[1]);
+	if (vt_is_client(c))
+		sysctl_set("lgr_max_links", saved_vals[0]);
 	settle(c);
+}
+
+static void bad_prod(struct vt_ctx *c)
+{
+	cdc_reset(c, CDC_BAD_PROD, "producer cursor beyond the ring");
+}
+
+static void bad_cons(struct vt_ctx *c)
+{
+	cdc_reset(c, CDC_BAD_CONS, "consumer cursor ahead of the data");
+}
+
+static void bad_credits(struct vt_ctx *c)
+{
+	cdc_reset(c, CDC_BAD_CREDITS, "more credits than receive requests");
 }
 
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
@@ -937,17 +1074,27 @@ static void mem_limit(struct vt_ctx *c)
 static const struct vt_test tests[] = {
 	T(share, 180, "16 connections share at most lgr_max_links QPs"),
 	T(conns1000, 900, "1000 concurrent connections on few QPs"),
-	T(churn, 1200, "10000 connect/transfer/close cycles, nothing left"),
+	T(churn, 1200, "connect/transfer/close cycles (10000), nothing left"),
 	T(idle_teardown, 120, "an idle QP goes on both hosts, a new one comes"),
 	T(idle_race, 300, "connections racing the teardown of their QP"),
 	T(prefork, 180, "pre-forked children serve connections on shared QPs"),
 	T(pool_reuse, 120, "a closed connection's rings serve the next one"),
 	T(group_full, 120, "a full link group: link_busy, data intact"),
 	T(mem_limit, 120, "the ring memory limit: buf_exhausted, data intact"),
+	T(multi_peer, 120, "the server has a link group per client address"),
+	T(stale_token, 120, "a cursor message with a stale token: dropped, counted"),
+	T(unknown_token, 120, "a cursor message for an unused index: dropped, counted"),
+	T(bad_prod, 120, "a producer cursor beyond the ring resets one connection"),
+	T(bad_cons, 120, "a consumer cursor ahead of the data resets one connection"),
+	T(bad_credits, 120, "excess credits reset one connection"),
 };
 
 int main(int argc, char **argv)
 {
+	const char *cycles = getenv("VISOCK_TEST_CHURN_CYCLES");
+
+	if (cycles && atoi(cycles) >= CHURN_PROCS)
+		churn_cycles = atoi(cycles) / CHURN_PROCS * CHURN_PROCS;
 	save_sysctls();
 	vt_set_cleanup(restore_sysctls);
 	return vt_main(argc, argv, "visock_lgr", tests, ARRAY_SIZE(tests));
