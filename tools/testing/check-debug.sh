@@ -128,8 +128,9 @@ build_kunit_module() { # KVER KDIR
 	mkdir -p "$out/tests" "$out/include/linux"
 	cp -u "$T/kunit/visock_kunit/Makefile" "$out/Kbuild"
 	cp -u "$ROOT/include/uapi/linux/visock.h" "$out/include/linux/"
-	cp -u "$ROOT/net/visock/visock_wire.h" "$out/"
-	for f in visock_tcpopt.c visock_hs_codec.c visock_ring.c visock_cdc_codec.c; do
+	# shellcheck source=kunit/files.sh
+	. "$T/kunit/files.sh"
+	for f in $pure_srcs $pure_hdrs; do
 		cp -u "$ROOT/net/visock/$f" "$out/"
 	done
 	cp -u "$ROOT"/net/visock/tests/*_test.c "$out/tests/"

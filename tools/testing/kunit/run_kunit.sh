@@ -34,9 +34,8 @@ overlay=$tree/net/visock_kunit
 json=$build_dir/visock-kunit.json
 jobs=${KUNIT_JOBS:-$(nproc)}
 
-# Sources without kernel subsystem dependencies that the suites test.
-pure_srcs="visock_tcpopt.c visock_hs_codec.c visock_ring.c visock_cdc_codec.c
-	   visock_policy_match.c"
+# pure_srcs, pure_hdrs: what the suites test, without kernel subsystems.
+. "$script_dir/files.sh"
 
 log() { echo "run_kunit: $*"; }
 
@@ -101,8 +100,9 @@ install_file() {
 
 install_file "$script_dir/visock_kunit/Kconfig" Kconfig
 install_file "$script_dir/visock_kunit/Makefile" Makefile
-install_file "$repo/net/visock/visock_wire.h" visock_wire.h
-install_file "$repo/net/visock/visock_policy.h" visock_policy.h
+for f in $pure_hdrs; do
+	install_file "$repo/net/visock/$f" "$f"
+done
 install_file "$repo/include/uapi/linux/visock.h" include/linux/visock.h
 for f in $pure_srcs; do
 	install_file "$repo/net/visock/$f" "$f"
