@@ -41,6 +41,7 @@
 #define VISOCK_LGR_LINK_CONNS_DEFAULT	512
 #define VISOCK_LGR_IDLE_MS_DEFAULT	10000
 #define VISOCK_LGR_MEM_MAX_MB_DEFAULT	256
+#define VISOCK_LGR_KEEPALIVE_MS_DEFAULT	15000
 /* Largest number of connections one QP can take (token index bits). */
 #define VISOCK_LGR_CONNS_MAX		VISOCK_TOKEN_IDX_MASK
 
@@ -132,6 +133,8 @@ struct visock_gauges {
  * @lgr_link_conns: net.visock.lgr_link_conns, connections per QP
  * @lgr_idle_ms: net.visock.lgr_idle_ms, idle time before a QP goes
  * @lgr_mem_max_mb: net.visock.lgr_mem_max_mb, ring memory limit
+ * @lgr_keepalive_ms: net.visock.lgr_keepalive_ms, keepalive interval of
+ *	a QP with connections (0: none)
  * @lgr_lock: the QP list and each QP's attachment count (visock_link.c)
  * @qps: QPs of this namespace (struct visock_qp.net_node)
  * @lgr_wq: woken when a QP finished setting up (or failed)
@@ -168,6 +171,7 @@ struct visock_net {
 	int lgr_link_conns;
 	int lgr_idle_ms;
 	int lgr_mem_max_mb;
+	int lgr_keepalive_ms;
 	/* Protects qps and the QPs' attachment counts; process context */
 	struct mutex lgr_lock;
 	struct list_head qps;

@@ -86,6 +86,8 @@
 
 static void visock_qp_free(struct kref *ref);
 static void visock_qp_reap_work(struct work_struct *work);
+static void visock_qp_fail(struct visock_qp *q, int status);
+static void visock_qp_ka_stop(struct visock_qp *q);
 
 /* ------------------------------------------------------------------ */
 /* Completions and events                                              */
@@ -106,6 +108,24 @@ static void visock_qp_msg_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	visock_qp_count_wc(q, wc);
 	complete(&q->msg_done);
+}
+
+/*
+ * A keepalive completed.  Not acknowledged after the transport's retries:
+ * the peer is gone, and the QP with it.  A flush is the QP ending anyway.
+ */
+static void visock_qp_ka_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct visock_qp *q = container_of(wc->wr_cqe, struct visock_qp,
+					   ka_cqe);
+
+	visock_qp_count_wc(q, wc);
+	WRITE_ONCE(q->ka_busy, false);
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR) {
+		net_info_ratelimited("visock: QP %u: keepalive failed: %s\n",
+				     q->qpn, ib_wc_status_msg(wc->status));
+		visock_qp_fail(q, wc->status);
+	}
 }
 
 static void visock_qp_event(struct ib_event *ev, void *ctx)
@@ -624,6 +644,7 @@ void visock_qp_kill(struct visock_qp *q, const char *why)
 				l->dead_cb(l->dead_ctx);
 	}
 	mutex_unlock(&q->lock);
+	visock_qp_ka_stop(q);
 	/* Connections waiting for it to come up look again. */
 	wake_up_all(&visock_net(q->net)->lgr_wq);
 	visock_qp_queue_idle(q, 0);
@@ -662,6 +683,101 @@ static unsigned long visock_qp_idle_delay(const struct visock_qp *q)
 	d = msecs_to_jiffies(READ_ONCE(visock_net(q->net)->lgr_idle_ms));
 	/* The client normally ends it first, with a link message. */
 	return q->server ? 2 * d + 2 * HZ : d;
+}
+
+/* ------------------------------------------------------------------ */
+/* Keepalive                                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An idle connection, or one whose sender waits for a full ring, posts
+ * nothing, so a peer that died would never be noticed.  A QP with
+ * connections sends a keepalive link message every lgr_keepalive_ms; if
+ * the peer does not acknowledge it within the transport's retries the
+ * QP fails and its connections fail over to TCP (and reset if the peer
+ * does not answer there either).  One at a time, in its own slot.
+ */
+static void visock_qp_ka_send_locked(struct visock_qp *q)
+{
+	struct ib_send_wr wr = {};
+	const struct ib_send_wr *bad;
+	struct ib_sge sge;
+	u32 n;
+
+	if (q->state != VISOCK_QP_UP || !q->ctrl_mapped ||
+	    READ_ONCE(q->ka_busy) || test_bit(VISOCK_QP_BROKEN, &q->broken))
+		return;
+	n = visock_qp_tx_slot(q, 0, 1);
+	visock_link_msg_encode(VISOCK_LINK_MSG_KEEPALIVE, visock_qp_slot(q, n),
+			       VISOCK_LINK_CTRL_SLOT);
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	wr.wr_cqe = &q->ka_cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	sge.addr = visock_qp_slot_dma(q, n);
+	sge.length = VISOCK_CDC_LEN;
+	sge.lkey = q->pd->local_dma_lkey;
+	spin_lock_bh(&q->post_lock);
+	if (q->can_post) {
+		ib_dma_sync_single_for_device(q->ibdev, sge.addr, sge.length,
+					      DMA_BIDIRECTIONAL);
+		if (!ib_post_send(q->ibqp, &wr, &bad)) {
+			q->posted = true;
+			WRITE_ONCE(q->ka_busy, true);
+			atomic64_inc(&q->wr_posted);
+		}
+	}
+	spin_unlock_bh(&q->post_lock);
+}
+
+/* Under @q->lock: queue the next round unless the QP is dead. */
+static void visock_qp_ka_queue_locked(struct visock_qp *q)
+{
+	int ms = READ_ONCE(visock_net(q->net)->lgr_keepalive_ms);
+
+	if (q->dead)
+		return;
+	kref_get(&q->ref);
+	/* Off: look at the sysctl again now and then. */
+	if (!queue_delayed_work(visock_wq, &q->ka_work,
+				msecs_to_jiffies(ms ? max(ms, 100) : 10000)))
+		kref_put(&q->ref, visock_qp_free);	/* not the last */
+}
+
+static void visock_qp_ka_work(struct work_struct *work)
+{
+	struct visock_qp *q = container_of(to_delayed_work(work),
+					   struct visock_qp, ka_work);
+
+	mutex_lock(&q->lock);
+	if (!q->dead && READ_ONCE(visock_net(q->net)->lgr_keepalive_ms) &&
+	    (READ_ONCE(q->nconns) || atomic_read(&q->nlinger)))
+		visock_qp_ka_send_locked(q);
+	visock_qp_ka_queue_locked(q);
+	mutex_unlock(&q->lock);
+	kref_put(&q->ref, visock_qp_free);
+}
+
+/**
+ * visock_qp_ka_start() - start the keepalive of a QP that came up
+ * @q: the QP
+ *
+ * Context: process context, under @q->lock.
+ */
+void visock_qp_ka_start(struct visock_qp *q)
+{
+	visock_qp_ka_queue_locked(q);
+}
+
+/*
+ * After @q was marked dead, outside @q->lock: a queued round holds a
+ * reference; a running one sees @dead and does not queue again.
+ */
+static void visock_qp_ka_stop(struct visock_qp *q)
+{
+	if (cancel_delayed_work(&q->ka_work))
+		kref_put(&q->ref, visock_qp_free);
 }
 
 /* Tell the peer we are about to destroy an idle QP; best effort. */
@@ -753,6 +869,7 @@ static void visock_qp_idle_work(struct work_struct *work)
 	visock_qp_release_verbs(q);
 	WRITE_ONCE(q->dead, true);
 	mutex_unlock(&q->lock);
+	visock_qp_ka_stop(q);
 	visock_qp_reap(q, true);
 	flush_work(&q->reap_work);
 	kref_put(&q->ref, visock_qp_free);	/* the list's */
@@ -780,6 +897,8 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 	INIT_LIST_HEAD(&q->pool);
 	INIT_LIST_HEAD(&q->quarantine);
 	INIT_DELAYED_WORK(&q->idle_work, visock_qp_idle_work);
+	INIT_DELAYED_WORK(&q->ka_work, visock_qp_ka_work);
+	q->ka_cqe.done = visock_qp_ka_done;
 	INIT_WORK(&q->reap_work, visock_qp_reap_work);
 	init_completion(&q->msg_done);
 	q->msg_cqe.done = visock_qp_msg_done;
@@ -1274,6 +1393,7 @@ void visock_lgr_net_exit(struct net *net)
 		visock_qp_release_verbs(q);
 		WRITE_ONCE(q->dead, true);
 		mutex_unlock(&q->lock);
+		visock_qp_ka_stop(q);
 		visock_qp_reap(q, true);
 		flush_work(&q->reap_work);
 		atomic64_inc(&vn->lgr_qps_destroyed);

@@ -155,6 +155,11 @@ struct visock_qp_rx {
  * @reg_bytes: bytes of all rings of this QP (for the memory limit)
  * @msg_cqe: completion handler of our link message
  * @msg_done: completed by it
+ * @ka_work: sends a keepalive link message every
+ *	net.visock.lgr_keepalive_ms while the QP has connections; queued
+ *	while the QP is up and not dead, holding a reference
+ * @ka_cqe: completion handler of the keepalive; a failure breaks the QP
+ * @ka_busy: a keepalive is outstanding (slot 1 of index 0 is in use)
  * @conns: token index -> struct visock_link, or a value entry for a
  *	reserved index; its lock is held while a receive is dispatched
  * @next_idx: cyclic allocation hint for @conns
@@ -219,6 +224,9 @@ struct visock_qp {
 
 	struct ib_cqe msg_cqe;
 	struct completion msg_done;
+	struct delayed_work ka_work;
+	struct ib_cqe ka_cqe;
+	bool ka_busy;
 
 	struct xarray conns;
 	u32 next_idx;
@@ -358,6 +366,7 @@ int visock_rbuf_create(struct visock_qp *q, u32 size,
 int visock_sa_to_gid(const struct sockaddr *sa, union ib_gid *gid);
 void visock_lgr_unpick(struct visock_qp *q, bool put);
 void visock_qp_kill(struct visock_qp *q, const char *why);
+void visock_qp_ka_start(struct visock_qp *q);
 void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc);
 int visock_qp_setup(struct visock_qp *q, const struct sockaddr *local);
 void visock_qp_reap(struct visock_qp *q, bool all);

@@ -402,8 +402,10 @@ int visock_link_connect(struct visock_link *l,
 	l->peer.rkey = peer->rbuf_rkey;
 	l->peer.size = size;
 	l->connected = true;
-	if (was_new)
+	if (was_new) {
 		q->state = VISOCK_QP_UP;
+		visock_qp_ka_start(q);
+	}
 	trace_visock_link_up(dev_name(&q->ibdev->dev), q->port, q->qpn);
 out:
 	if (err && was_new)

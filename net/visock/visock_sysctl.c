@@ -104,6 +104,16 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= SYSCTL_ONE,
 		.extra2		= (void *)&visock_lgr_mem_max,
 	},
+	{
+		/* keepalive interval of a QP with connections, ms (0: off) */
+		.procname	= "lgr_keepalive_ms",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= (void *)&visock_lgr_idle_max,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -129,6 +139,7 @@ int visock_sysctl_net_init(struct net *net)
 	vn->lgr_link_conns = VISOCK_LGR_LINK_CONNS_DEFAULT;
 	vn->lgr_idle_ms = VISOCK_LGR_IDLE_MS_DEFAULT;
 	vn->lgr_mem_max_mb = VISOCK_LGR_MEM_MAX_MB_DEFAULT;
+	vn->lgr_keepalive_ms = VISOCK_LGR_KEEPALIVE_MS_DEFAULT;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -142,6 +153,7 @@ int visock_sysctl_net_init(struct net *net)
 	table[5].data = &vn->lgr_link_conns;
 	table[6].data = &vn->lgr_idle_ms;
 	table[7].data = &vn->lgr_mem_max_mb;
+	table[8].data = &vn->lgr_keepalive_ms;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);

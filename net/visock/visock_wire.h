@@ -226,12 +226,18 @@ bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
  *   VISOCK_LINK_MSG_DELETE  the sender is about to destroy its end of
  *                           this QP (idle); the receiver takes no new
  *                           connections on it and destroys its end
+ *   VISOCK_LINK_MSG_KEEPALIVE  nothing: the sender learns from the
+ *                           transport's acknowledgement (or its absence)
+ *                           whether the peer is still there
+ *
+ * Receivers ignore link messages with codes they do not know.
  */
 #define VISOCK_CDC_LEN		32
 #define VISOCK_CDC_TYPE		0xc5
 #define VISOCK_CDC_VERSION	1
 #define VISOCK_LINK_MSG_TYPE	0xc6
 #define VISOCK_LINK_MSG_DELETE	0x01
+#define VISOCK_LINK_MSG_KEEPALIVE	0x02
 
 #define VISOCK_CDC_F_WRITE_BLOCKED	0x01	/* sender waits for space */
 #define VISOCK_CDC_F_DONE_WRITING	0x02	/* no data after prod */
