@@ -149,6 +149,20 @@ for k in $KERNELS; do
 	done
 	# Kernel log splats, missing results, timeouts.
 	result $rc "test bed $kver (both guests finished, kernel logs clean)"
+
+	# Host b dies under RDMA streams (tools/testing/vm/peer-kill.sh).
+	banner "peer death on two guests, kernel $kver"
+	res="$ROOT/build/vm-results/$kver-peer-kill"
+	VISOCK_RESULTS_DIR=$res "$T/vm/vm.sh" run --kernel "$k" --timeout 600 -- \
+		"$T/vm/peer-kill.sh" >"$OUT/peer-kill-$k.log" 2>&1
+	rc=$?
+	tail -20 "$OUT/peer-kill-$k.log"
+	if [ -f "$res/a/console.log" ]; then
+		count_ktap "$res/a/console.log" "peer kill $kver"
+	else
+		result 1 "peer kill $kver (no output)"
+	fi
+	result $rc "peer kill bed $kver (job finished, kernel logs clean)"
 done
 
 # A short digest of the first kernel splat of each guest log, printed

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock peer kill: the peer host dies in the middle of RDMA streams.
+ * The survivor's sockets must end with an error within the configured
+ * timeouts, and everything they held must be freed once they are closed.
+ *
+ * Not part of the two-host test table (its peer does not come back):
+ * tools/testing/vm/peer-kill.sh runs it in the VM test bed.
+ *
+ *   visock_peer_kill serve PORT
+ *	(the victim, host b) accepts NCONN AF_VISOCK connections and reads
+ *	them; once NWRITE * PK_BEFORE bytes came in, it leaves exit status
+ *	0 and its kernel log in $VISOCK_RESULTS (the test bed's result
+ *	files) and powers the host off at once (sysrq o): no FIN, no
+ *	RDMA disconnect, nothing more on the wire.
+ *
+ *   visock_peer_kill survive HOST PORT
+ *	(the survivor, host a) opens NCONN connections to HOST:PORT, all
+ *	on RDMA and, with net.visock.lgr_max_links=1 (the job sets it), on
+ *	one QP; the first NWRITE keep writing, the others only read.
+ *	Prints KTAP: every connection ends with an error within the bound
+ *	below, and after close() no connection, QP or ring is left.
+ *
+ * The bound: a QP with connections sends a keepalive every
+ * net.visock.lgr_keepalive_ms (the job sets 2 s; a writer's own requests
+ * do the same), which fails after (VISOCK_LINK_RETRY + 1) transport
+ * timeouts of 4.096 us * 2^net.visock.rdma_ack_timeout; the connections
+ * fail over to TCP and wait VISOCK_FO_TIMEOUT (5 s) for the peer's
+ * failover message, then reset; plus 30 s of slack for the emulated
+ * hosts, all times VISOCK_TEST_TIME_SCALE.  It is counted from the
+ * writers' last progress, which is at or after the peer's death.  Times are printed, not judged
+ * beyond that bound (it says "nothing hangs", not "fast").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <linux/visock.h>
+
+#include "ctl.h"
+#include "ktap.h"
+
+#define NCONN		8
+#define NWRITE		4
+#define PK_BEFORE	(1 << 20)	/* bytes per writer before the kill */
+#define CHUNK		(64 * 1024)
+#define LINK_RETRY	6		/* VISOCK_LINK_RETRY */
+#define FO_TIMEOUT_MS	5000		/* VISOCK_FO_TIMEOUT */
+#define SLACK_MS	30000
+#define PROC_PATH	"/proc/net/visock"
+#define ACK_PATH	"/proc/sys/net/visock/rdma_ack_timeout"
+#define KA_PATH		"/proc/sys/net/visock/lgr_keepalive_ms"
+
+static unsigned int npass, nfail, nr;
+static unsigned int scale = 1;
+
+static void result(bool ok, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ok && fmt) {
+		va_start(ap, fmt);
+		ktap_vdiag(fmt, ap);
+		va_end(ap);
+	}
+	ktap_result(++nr, name, ok ? KTAP_PASS : KTAP_FAIL, NULL);
+	if (ok)
+		npass++;
+	else
+		nfail++;
+}
+
+static long long proc_get(const char *name)
+{
+	char line[256], key[128];
+	long long val = -1, v;
+	FILE *f = fopen(PROC_PATH, "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %lld", key, &v) == 2 &&
+		    !strcmp(key, name)) {
+			val = v;
+			break;
+		}
+	fclose(f);
+	return val;
+}
+
+static long long read_num(const char *path)
+{
+	char buf[32] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? strtoll(buf, NULL, 0) : -1;
+}
+
+/* Wait up to @ms for every counter in @names to be 0. */
+static bool proc_zero(const char *const *names, int n, int ms, char *why,
+		      size_t size)
+{
+	long long end = ctl_now_ms() + ms, v;
+	int i;
+
+	for (;;) {
+		for (i = 0; i < n; i++) {
+			v = proc_get(names[i]);
+			if (v != 0) {
+				snprintf(why, size, "%s %lld", names[i], v);
+				break;
+			}
+		}
+		if (i == n)
+			return true;
+		if (ctl_now_ms() > end)
+			return false;
+		usleep(100 * 1000);
+	}
+}
+
+static int visock_socket(void)
+{
+	return socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, VISOCKPROTO_TCP4);
+}
+
+/* ---- the victim ---- */
+
+static void write_file(const char *dir, const char *name, const char *text,
+		       size_t len)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, text, len) != (ssize_t)len)
+		perror(path);
+	fsync(fd);
+	close(fd);
+}
+
+/* Leave the result files the bed's guest would write, then power off. */
+static void die_now(void)
+{
+	const char *res = getenv("VISOCK_RESULTS");
+	static char log[1 << 20];
+	ssize_t n = 0, r;
+	int fd;
+
+	if (res) {
+		fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		while (fd >= 0 && n < (ssize_t)sizeof(log) - 1 &&
+		       (r = read(fd, log + n, sizeof(log) - 1 - n)) > 0)
+			n += r;
+		if (fd >= 0)
+			close(fd);
+		write_file(res, "dmesg.txt", log, n);
+		write_file(res, "rc", "0\n", 2);
+	}
+	printf("# serve: powering off now\n");
+	fflush(stdout);
+	sync();
+	fd = open("/proc/sysrq-trigger", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "o", 1) != 1)
+		perror("/proc/sysrq-trigger");
+	for (;;)
+		pause();
+}
+
+static int serve(int port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+	};
+	struct pollfd pfd[NCONN];
+	long long total = 0;
+	static char buf[CHUNK];
+	int lfd, i, n = 0, one = 1;
+	ssize_t r;
+
+	lfd = visock_socket();
+	if (lfd < 0 ||
+	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(lfd, NCONN)) {
+		perror("serve: listen");
+		return 1;
+	}
+	printf("# serve: listening on port %d\n", port);
+	fflush(stdout);
+	while (n < NCONN) {
+		pfd[n].fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (pfd[n].fd < 0) {
+			perror("serve: accept");
+			return 1;
+		}
+		pfd[n++].events = POLLIN;
+	}
+	while (total < (long long)NWRITE * PK_BEFORE) {
+		if (poll(pfd, NCONN, 60000) <= 0) {
+			fprintf(stderr, "serve: nothing for 60 s\n");
+			return 1;
+		}
+		for (i = 0; i < NCONN; i++) {
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			r = read(pfd[i].fd, buf, sizeof(buf));
+			if (r <= 0) {
+				fprintf(stderr, "serve: connection %d ended (%zd)\n",
+					i, r);
+				return 1;
+			}
+			total += r;
+		}
+	}
+	printf("# serve: %lld bytes in from %d connections\n", total, NCONN);
+	die_now();
+	return 0;
+}
+
+/* ---- the survivor ---- */
+
+struct conn {
+	int fd;
+	bool writer;
+	long long moved;	/* bytes written or read */
+	long long end_ms;	/* when it ended, 0: not yet */
+	int err;		/* errno it ended with, 0: end of stream */
+};
+
+static bool on_rdma(int fd, uint32_t *qpn)
+{
+	struct visock_info vi;
+	socklen_t len = sizeof(vi);
+
+	memset(&vi, 0, sizeof(vi));
+	if (getsockopt(fd, SOL_VISOCK, VISOCK_INFO, &vi, &len))
+		return false;
+	*qpn = vi.vi_local_qpn;
+	return vi.vi_mode == VISOCK_MODE_RDMA;
+}
+
+static int connect_retry(const char *host, int port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+	};
+	long long end = ctl_now_ms() + 120000;
+	int fd;
+
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return -1;
+	for (;;) {
+		fd = visock_socket();
+		if (fd < 0)
+			return -1;
+		if (!connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+			return fd;
+		close(fd);
+		if (ctl_now_ms() > end)
+			return -1;
+		usleep(200 * 1000);
+	}
+}
+
+static bool ended_badly(int err)
+{
+	return err == ECONNRESET || err == ETIMEDOUT || err == EPIPE ||
+	       err == EHOSTUNREACH || err == ECONNABORTED;
+}
+
+static int survive(const char *host, int port)
+{
+	static const char *const freed[] = {
+		"lgr_connections", "qps", "registered_bytes", "sockets",
+	};
+	static char buf[CHUNK];
+	long long ack, ka, bound_ms, t0, last, worst = 0;
+	struct conn c[NCONN] = {};
+	struct pollfd pfd[NCONN];
+	int i, left = NCONN, fb = 0, bad = 0;
+	uint32_t qpn[NCONN];
+	char why[128];
+	ssize_t r;
+
+	ktap_header(3);
+	ack = read_num(ACK_PATH);
+	ka = read_num(KA_PATH);
+	if (ack < 0 || ka < 0) {
+		ktap_diag("needs visock with net.visock.rdma_ack_timeout and lgr_keepalive_ms");
+		return 1;
+	}
+	/* 4.096 us * 2^ack per try, LINK_RETRY + 1 tries. */
+	bound_ms = ka + ((LINK_RETRY + 1) * 4096LL * (1LL << ack)) / 1000000 +
+		   FO_TIMEOUT_MS + SLACK_MS;
+	bound_ms *= scale;
+	ktap_diag("peer %s:%d, rdma_ack_timeout %lld, lgr_keepalive_ms %lld: every connection must end within %lld ms of the peer's death",
+		  host, port, ack, ka, bound_ms);
+
+	for (i = 0; i < NCONN; i++) {
+		c[i].fd = connect_retry(host, port);
+		c[i].writer = i < NWRITE;
+		if (c[i].fd < 0) {
+			ktap_diag("connect %d: %s", i, strerror(errno));
+			break;
+		}
+		if (!on_rdma(c[i].fd, &qpn[i]))
+			fb++;
+	}
+	result(i == NCONN && !fb && qpn[0] == qpn[NCONN - 1],
+	       "peer_kill.connect",
+	       "%d of %d connected, %d not on RDMA, QPs %u and %u", i, NCONN,
+	       fb, qpn[0], i == NCONN ? qpn[NCONN - 1] : 0);
+	if (i < NCONN)
+		return 1;
+	ktap_diag("%d connections on QP %u, %d writing, %d reading", NCONN,
+		  qpn[0], NWRITE, NCONN - NWRITE);
+
+	memset(buf, 0x5a, sizeof(buf));
+	t0 = ctl_now_ms();
+	for (i = 0; i < NCONN; i++) {
+		fcntl(c[i].fd, F_SETFL, O_NONBLOCK);
+		pfd[i].fd = c[i].fd;
+		pfd[i].events = c[i].writer ? POLLOUT : POLLIN;
+	}
+	/*
+	 * The peer dies once the writers moved PK_BEFORE together; from then
+	 * on nothing moves.  Its death is taken as the last progress.
+	 */
+	last = t0;
+	while (left) {
+		long long now = ctl_now_ms();
+
+		if (now - last > bound_ms)
+			break;
+		poll(pfd, NCONN, 500);
+		now = ctl_now_ms();
+		for (i = 0; i < NCONN; i++) {
+			if (c[i].end_ms || !pfd[i].revents)
+				continue;
+			if (c[i].writer)
+				r = write(c[i].fd, buf, sizeof(buf));
+			else
+				r = read(c[i].fd, buf, sizeof(buf));
+			if (r > 0) {
+				c[i].moved += r;
+				last = now;
+				continue;
+			}
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			c[i].err = r < 0 ? errno : 0;
+			c[i].end_ms = now;
+			pfd[i].fd = -1;
+			left--;
+		}
+	}
+
+	for (i = 0; i < NCONN; i++) {
+		long long took = c[i].end_ms ? c[i].end_ms - last : -1;
+		struct visock_info vi;
+		socklen_t len = sizeof(vi);
+
+		memset(&vi, 0, sizeof(vi));
+		getsockopt(c[i].fd, SOL_VISOCK, VISOCK_INFO, &vi, &len);
+
+		ktap_diag("connection %d (%s, %lld bytes): %s %lld ms after the last progress (mode %u, rdma state %u, credits %u, WRs %llu, WCs %llu)",
+			  i, c[i].writer ? "writer" : "reader", c[i].moved,
+			  c[i].end_ms ? (c[i].err ? strerror(c[i].err) :
+					 "end of stream") : "still open",
+			  took, vi.vi_mode, vi.vi_rdma_state,
+			  vi.vi_rdma_credits,
+			  (unsigned long long)vi.vi_rdma_wr_posted,
+			  (unsigned long long)vi.vi_rdma_wc);
+		if (!c[i].end_ms || !ended_badly(c[i].err))
+			bad++;
+		else if (took > worst)
+			worst = took;
+	}
+	result(!bad, "peer_kill.sockets_end",
+	       "%d of %d connections did not end with an error within %lld ms",
+	       bad, NCONN, bound_ms);
+	ktap_diag("the last connection ended %lld ms after the last progress",
+		  worst);
+
+	for (i = 0; i < NCONN; i++)
+		close(c[i].fd);
+	/* The broken QP goes with its last connection. */
+	result(proc_zero(freed, 4, 60000 * scale, why, sizeof(why)),
+	       "peer_kill.freed", "60 s after close: %s", why);
+	ktap_totals("visock_peer_kill", npass, nfail, 0);
+	return nfail ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *s = getenv("VISOCK_TEST_TIME_SCALE");
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (s && atoi(s) > 0 && atoi(s) <= 20)
+		scale = atoi(s);
+	if (argc == 3 && !strcmp(argv[1], "serve"))
+		return serve(atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "survive"))
+		return survive(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: %s serve PORT | survive HOST PORT\n", argv[0]);
+	return 2;
+}
