@@ -227,7 +227,7 @@ bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
  *                           this QP (idle); the receiver takes no new
  *                           connections on it and destroys its end
  *   VISOCK_LINK_MSG_KEEPALIVE  nothing: the sender learns from the
- *                           transport's acknowledgement (or its absence)
+ *                           transport's acknowledgment (or its absence)
  *                           whether the peer is still there
  *
  * Receivers ignore link messages with codes they do not know.

@@ -52,7 +52,7 @@
 
 #define NCONN		8
 #define NWRITE		4
-#define PK_BEFORE	(1 << 20)	/* bytes per writer before the kill */
+#define PK_BEFORE	1048576		/* bytes per writer before the kill */
 #define CHUNK		(64 * 1024)
 #define LINK_RETRY	6		/* VISOCK_LINK_RETRY */
 #define FO_TIMEOUT_MS	5000		/* VISOCK_FO_TIMEOUT */
@@ -175,7 +175,7 @@ static void die_now(void)
 		write_file(res, "dmesg.txt", log, n);
 		write_file(res, "rc", "0\n", 2);
 	}
-	printf("# serve: powering off now\n");
+	printf("# victim: powering off now\n");
 	fflush(stdout);
 	sync();
 	fd = open("/proc/sysrq-trigger", O_WRONLY | O_CLOEXEC);
@@ -202,22 +202,22 @@ static int serve(int port)
 	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) ||
 	    listen(lfd, NCONN)) {
-		perror("serve: listen");
+		perror("victim: listen");
 		return 1;
 	}
-	printf("# serve: listening on port %d\n", port);
+	printf("# victim: listening on port %d\n", port);
 	fflush(stdout);
 	while (n < NCONN) {
 		pfd[n].fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (pfd[n].fd < 0) {
-			perror("serve: accept");
+			perror("victim: accept");
 			return 1;
 		}
 		pfd[n++].events = POLLIN;
 	}
 	while (total < (long long)NWRITE * PK_BEFORE) {
 		if (poll(pfd, NCONN, 60000) <= 0) {
-			fprintf(stderr, "serve: nothing for 60 s\n");
+			fprintf(stderr, "victim: nothing for 60 s\n");
 			return 1;
 		}
 		for (i = 0; i < NCONN; i++) {
@@ -225,14 +225,14 @@ static int serve(int port)
 				continue;
 			r = read(pfd[i].fd, buf, sizeof(buf));
 			if (r <= 0) {
-				fprintf(stderr, "serve: connection %d ended (%zd)\n",
+				fprintf(stderr, "victim: connection %d ended (%zd)\n",
 					i, r);
 				return 1;
 			}
 			total += r;
 		}
 	}
-	printf("# serve: %lld bytes in from %d connections\n", total, NCONN);
+	printf("# victim: %lld bytes in from %d connections\n", total, NCONN);
 	die_now();
 	return 0;
 }
@@ -314,8 +314,10 @@ static int survive(const char *host, int port)
 	bound_ms = ka + ((LINK_RETRY + 1) * 4096LL * (1LL << ack)) / 1000000 +
 		   FO_TIMEOUT_MS + SLACK_MS;
 	bound_ms *= scale;
-	ktap_diag("peer %s:%d, rdma_ack_timeout %lld, lgr_keepalive_ms %lld: every connection must end within %lld ms of the peer's death",
-		  host, port, ack, ka, bound_ms);
+	ktap_diag("peer %s:%d, rdma_ack_timeout %lld, lgr_keepalive_ms %lld",
+		  host, port, ack, ka);
+	ktap_diag("every connection must end within %lld ms of the peer's death",
+		  bound_ms);
 
 	for (i = 0; i < NCONN; i++) {
 		c[i].fd = connect_retry(host, port);
@@ -384,11 +386,13 @@ static int survive(const char *host, int port)
 		memset(&vi, 0, sizeof(vi));
 		getsockopt(c[i].fd, SOL_VISOCK, VISOCK_INFO, &vi, &len);
 
-		ktap_diag("connection %d (%s, %lld bytes): %s %lld ms after the last progress (mode %u, rdma state %u, credits %u, WRs %llu, WCs %llu)",
+		ktap_diag("connection %d (%s, %lld bytes): %s %lld ms after the last progress",
 			  i, c[i].writer ? "writer" : "reader", c[i].moved,
 			  c[i].end_ms ? (c[i].err ? strerror(c[i].err) :
 					 "end of stream") : "still open",
-			  took, vi.vi_mode, vi.vi_rdma_state,
+			  took);
+		ktap_diag("  mode %u, rdma state %u, credits %u, WRs %llu, WCs %llu",
+			  vi.vi_mode, vi.vi_rdma_state,
 			  vi.vi_rdma_credits,
 			  (unsigned long long)vi.vi_rdma_wr_posted,
 			  (unsigned long long)vi.vi_rdma_wc);
