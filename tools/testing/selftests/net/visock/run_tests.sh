@@ -14,7 +14,8 @@
 # inet protosw and BPF redirect (all with net.visock.enable=0),
 # then the handshake pass with net.visock.enable=1: handshake, fallback
 # and hostile-peer tests (visock_hs), the RDMA data path tests
-# (visock_dp), visockctl (visock_ctl), the stream tests again between
+# (visock_dp), link groups (visock_lgr), random connect/close/abort
+# (visock_stress), visockctl (visock_ctl), the stream tests again between
 # the hosts, the BPF redirect and unmodified programs (iperf3, sockperf,
 # nginx, redis: visock_apps.sh) between the hosts, the stream tests over
 # loopback; module unload/reload, and finally the
@@ -164,7 +165,8 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 	BIN=$SRC_BIN
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
-	visock_lgr visock_preload_test visock_ctl visock_redirect_test; do
+	visock_lgr visock_stress visock_preload_test visock_ctl \
+	visock_redirect_test; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -217,6 +219,7 @@ add_test redirect.unload
 list_prog hs visock_hs
 list_prog dp visock_dp
 list_prog lgr visock_lgr
+list_prog stress visock_stress
 list_prog ctl visock_ctl
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
@@ -394,7 +397,8 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*|lgr.*|ctl.*|redirect.*|apps.*|\
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|lgr.*|stress.*|ctl.*|\
+	redirect.*|apps.*|\
 	preload.*|preload_hs.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
@@ -937,13 +941,13 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp lgr ctl stream_hs stream_hslo apps; do
+		for g in hs dp lgr stress ctl stream_hs stream_hslo apps; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
-	   ! group_selected lgr &&
+	   ! group_selected lgr && ! group_selected stress &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
 	   ! group_selected stream_hslo && ! group_selected redirect_hs &&
 	   ! group_selected preload_hs && ! group_selected apps; then
@@ -965,7 +969,8 @@ hs_pass() {
 	# hs.rdma_ready decides about dp and stream_hs: run it even if not
 	# picked.
 	EXTRA_PICKS=()
-	if group_selected dp || group_selected lgr || group_selected ctl ||
+	if group_selected dp || group_selected lgr || group_selected stress ||
+	   group_selected ctl ||
 	   group_selected stream_hs || group_selected redirect_hs ||
 	   group_selected preload_hs || group_selected apps; then
 		EXTRA_PICKS=(--pick rdma_ready)
@@ -974,7 +979,7 @@ hs_pass() {
 	case "$ROLE" in
 	client)
 		if group_selected hs || group_selected dp || group_selected lgr ||
-		   group_selected ctl || group_selected stream_hs ||
+		   group_selected stress || group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
 			run_prog_always hs visock_hs --role client --peer "$PEER" \
@@ -982,7 +987,7 @@ hs_pass() {
 		fi ;;
 	server)
 		if group_selected hs || group_selected dp || group_selected lgr ||
-		   group_selected ctl || group_selected stream_hs ||
+		   group_selected stress || group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
 			run_prog_always hs visock_hs --role server \
@@ -997,6 +1002,7 @@ hs_pass() {
 	single)
 		finish_group dp skip "role single: no peer host"
 		finish_group lgr skip "role single: no peer host"
+		finish_group stress skip "role single: no peer host"
 		finish_group ctl skip "role single: no peer host"
 		finish_group stream_hs skip "role single: no peer host"
 		finish_group redirect_hs skip "role single: no peer host"
@@ -1027,6 +1033,16 @@ hs_pass() {
 			alt_ip_del
 		else
 			run_prog lgr visock_lgr --role server \
+				--ctl-port "$CTL_PORT" --wait "$wait_s"
+		fi
+		# Random connect/transfer/shutdown/close/abort.
+		if [ -n "$why" ]; then
+			finish_group stress skip "$why"
+		elif [ "$ROLE" = client ]; then
+			run_prog stress visock_stress --role client --peer "$PEER" \
+				--ctl-port "$CTL_PORT" --family visock
+		else
+			run_prog stress visock_stress --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi
 		# visockctl against the connections of visock_ctl.
