@@ -713,6 +713,7 @@ static int visock_release(struct socket *sock)
 	visock_diag_unlink_sock(vsk);
 
 	lock_sock(sk);
+	set_bit(VISOCK_F_RELEASED, &vsk->flags);
 	listening = test_bit(VISOCK_F_LISTENER, &vsk->flags);
 	sk->sk_state = TCP_CLOSE;
 	sk->sk_shutdown = SHUTDOWN_MASK;

@@ -305,6 +305,12 @@ enum {
 	/* Fell back after handshake messages: tcp_app_seq is valid */
 	VISOCK_F_APP_SEQ,
 	VISOCK_F_LGR_WAIT,	/* on the namespace's lgr_wq (@lgr_wait) */
+	/*
+	 * close(): the handshake work does nothing any more, even if a TCP
+	 * callback queues it again after visock_hs_cancel(); set under
+	 * lock_sock()
+	 */
+	VISOCK_F_RELEASED,
 };
 
 /*

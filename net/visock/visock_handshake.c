@@ -666,8 +666,14 @@ static void visock_hs_work(struct work_struct *work)
 	bool settled = false;
 
 	lock_sock(sk);
+	/*
+	 * Once close() started, its visock_rdma_destroy_link() may free the
+	 * link at any time: a TCP callback can queue us again after
+	 * visock_hs_cancel() returned.
+	 */
 	if (vsk->tcp && vsk->hs_state != VISOCK_HS_NONE &&
-	    vsk->hs_state != VISOCK_HS_DONE) {
+	    vsk->hs_state != VISOCK_HS_DONE &&
+	    !test_bit(VISOCK_F_RELEASED, &vsk->flags)) {
 		visock_hs_step(vsk);
 		if (vsk->hs_state == VISOCK_HS_DONE) {
 			settled = true;
