@@ -195,6 +195,21 @@ static void ctl_peek_test(struct kunit *test)
 			0);
 	KUNIT_EXPECT_EQ(test, type, VISOCK_LINK_MSG_TYPE);
 	KUNIT_EXPECT_EQ(test, val, (u32)VISOCK_LINK_MSG_DELETE);
+	/* The keepalive, and a code from a later version: passed on as is. */
+	KUNIT_ASSERT_EQ(test, visock_link_msg_encode(VISOCK_LINK_MSG_KEEPALIVE,
+						     buf, sizeof(buf)),
+			VISOCK_CDC_LEN);
+	KUNIT_ASSERT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN, &type, &val),
+			0);
+	KUNIT_EXPECT_EQ(test, type, VISOCK_LINK_MSG_TYPE);
+	KUNIT_EXPECT_EQ(test, val, (u32)VISOCK_LINK_MSG_KEEPALIVE);
+	buf[2] = 0xff;
+	KUNIT_ASSERT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN, &type, &val),
+			0);
+	KUNIT_EXPECT_EQ(test, val, 0xffU);
+	KUNIT_ASSERT_EQ(test, visock_link_msg_encode(VISOCK_LINK_MSG_DELETE,
+						     buf, sizeof(buf)),
+			VISOCK_CDC_LEN);
 	/* Reserved bytes, a zero code, another version, another type. */
 	buf[9] = 1;
 	KUNIT_EXPECT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN, &type, &val),
