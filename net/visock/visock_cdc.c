@@ -305,17 +305,20 @@ static u32 visock_cdc_test_inject(const struct visock_dp *dp,
 {
 	u32 mode = READ_ONCE(visock_test_cdc_inject);
 
-	if (mode > VISOCK_TEST_CDC_MAX ||
+	if (!mode || mode > VISOCK_TEST_CDC_MAX ||
 	    dp->local_token != READ_ONCE(visock_test_cdc_token) ||
 	    cmpxchg(&visock_test_cdc_inject, mode, VISOCK_TEST_CDC_OFF) != mode)
 		return 0;
-	WRITE_ONCE(visock_test_cdc_injected,
-		   READ_ONCE(visock_test_cdc_injected) + 1);
 	switch (mode) {
 	case VISOCK_TEST_CDC_STALE:
 		return m->token ^ ~VISOCK_TOKEN_IDX_MASK;
 	case VISOCK_TEST_CDC_UNKNOWN:
 		return m->token | VISOCK_TOKEN_IDX_MASK;
+	}
+	/* Counted here; a copy when it was posted. */
+	WRITE_ONCE(visock_test_cdc_injected,
+		   READ_ONCE(visock_test_cdc_injected) + 1);
+	switch (mode) {
 	case VISOCK_TEST_CDC_BAD_PROD:
 		m->prod.count = dp->tx_size;
 		break;
@@ -351,6 +354,8 @@ static void visock_cdc_test_send_copy(struct visock_dp *dp,
 	dp->sq_free--;
 	dp->wr_posted++;
 	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wr_posted, 1);
+	WRITE_ONCE(visock_test_cdc_injected,
+		   READ_ONCE(visock_test_cdc_injected) + 1);
 }
 
 /**
