@@ -697,22 +697,26 @@ static unsigned long visock_qp_idle_delay(const struct visock_qp *q)
  * QP fails and its connections fail over to TCP (and reset if the peer
  * does not answer there either).  One at a time, in its own slot.
  */
-static void visock_qp_ka_send_locked(struct visock_qp *q)
+/*
+ * Post link message @code from QP-level send slot @slot, completing on
+ * @cqe.  Under @q->lock, on a QP that is up with its slots mapped.
+ * Return: 0, -ENOTCONN if the QP takes no more requests, or an error of
+ * ib_post_send().
+ */
+static int visock_qp_post_link_msg(struct visock_qp *q, u8 code,
+				   unsigned int slot, struct ib_cqe *cqe)
 {
+	u32 n = visock_qp_tx_slot(q, 0, slot);
 	struct ib_send_wr wr = {};
 	const struct ib_send_wr *bad;
 	struct ib_sge sge;
-	u32 n;
+	int err = -ENOTCONN;
 
-	if (q->state != VISOCK_QP_UP || !q->ctrl_mapped ||
-	    READ_ONCE(q->ka_busy) || test_bit(VISOCK_QP_BROKEN, &q->broken))
-		return;
-	n = visock_qp_tx_slot(q, 0, 1);
-	visock_link_msg_encode(VISOCK_LINK_MSG_KEEPALIVE, visock_qp_slot(q, n),
+	visock_link_msg_encode(code, visock_qp_slot(q, n),
 			       VISOCK_LINK_CTRL_SLOT);
 	wr.opcode = IB_WR_SEND;
 	wr.send_flags = IB_SEND_SIGNALED;
-	wr.wr_cqe = &q->ka_cqe;
+	wr.wr_cqe = cqe;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	sge.addr = visock_qp_slot_dma(q, n);
@@ -722,13 +726,26 @@ static void visock_qp_ka_send_locked(struct visock_qp *q)
 	if (q->can_post) {
 		ib_dma_sync_single_for_device(q->ibdev, sge.addr, sge.length,
 					      DMA_BIDIRECTIONAL);
-		if (!ib_post_send(q->ibqp, &wr, &bad)) {
+		err = ib_post_send(q->ibqp, &wr, &bad);
+		if (!err) {
 			q->posted = true;
-			WRITE_ONCE(q->ka_busy, true);
 			atomic64_inc(&q->wr_posted);
 		}
 	}
 	spin_unlock_bh(&q->post_lock);
+	return err;
+}
+
+static void visock_qp_ka_send_locked(struct visock_qp *q)
+{
+	if (q->state != VISOCK_QP_UP || !q->ctrl_mapped ||
+	    READ_ONCE(q->ka_busy) || test_bit(VISOCK_QP_BROKEN, &q->broken))
+		return;
+	/* Before posting: the completion may run at once and clear it. */
+	WRITE_ONCE(q->ka_busy, true);
+	if (visock_qp_post_link_msg(q, VISOCK_LINK_MSG_KEEPALIVE, 1,
+				    &q->ka_cqe))
+		WRITE_ONCE(q->ka_busy, false);
 }
 
 /* Under @q->lock: queue the next round unless the QP is dead. */
@@ -783,10 +800,6 @@ static void visock_qp_ka_stop(struct visock_qp *q)
 /* Tell the peer we are about to destroy an idle QP; best effort. */
 static void visock_qp_send_delete(struct visock_qp *q)
 {
-	struct ib_send_wr wr = {};
-	const struct ib_send_wr *bad;
-	struct ib_sge sge;
-	u32 n;
 	int err;
 
 	mutex_lock(&q->lock);
@@ -794,30 +807,9 @@ static void visock_qp_send_delete(struct visock_qp *q)
 		mutex_unlock(&q->lock);
 		return;
 	}
-	n = visock_qp_tx_slot(q, 0, 0);
-	visock_link_msg_encode(VISOCK_LINK_MSG_DELETE, visock_qp_slot(q, n),
-			       VISOCK_LINK_CTRL_SLOT);
 	init_completion(&q->msg_done);
-	wr.opcode = IB_WR_SEND;
-	wr.send_flags = IB_SEND_SIGNALED;
-	wr.wr_cqe = &q->msg_cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	sge.addr = visock_qp_slot_dma(q, n);
-	sge.length = VISOCK_CDC_LEN;
-	sge.lkey = q->pd->local_dma_lkey;
-	spin_lock_bh(&q->post_lock);
-	err = -ENOTCONN;
-	if (q->can_post) {
-		ib_dma_sync_single_for_device(q->ibdev, sge.addr, sge.length,
-					      DMA_BIDIRECTIONAL);
-		err = ib_post_send(q->ibqp, &wr, &bad);
-		if (!err) {
-			q->posted = true;
-			atomic64_inc(&q->wr_posted);
-		}
-	}
-	spin_unlock_bh(&q->post_lock);
+	err = visock_qp_post_link_msg(q, VISOCK_LINK_MSG_DELETE, 0,
+				      &q->msg_cqe);
 	mutex_unlock(&q->lock);
 	/* The drain before the QP is destroyed completes it in any case. */
 	if (!err)

@@ -931,6 +931,21 @@ apps_group() {
 
 # ---- handshake pass: net.visock.enable=1 ----
 
+# A cross-host group of the handshake pass that needs RDMA: GROUP PROG.
+# Skipped with $why (hs.rdma_ready's verdict) if set; uses hs_pass's
+# locals why and wait_s.
+rdma_group() {
+	if [ -n "$why" ]; then
+		finish_group "$1" skip "$why"
+	elif [ "$ROLE" = client ]; then
+		run_prog "$1" "$2" --role client --peer "$PEER" \
+			--ctl-port "$CTL_PORT" --family visock
+	else
+		run_prog "$1" "$2" --role server \
+			--ctl-port "$CTL_PORT" --wait "$wait_s"
+	fi
+}
+
 # The data path tests (dp.*) and the stream tests run with
 # net.visock.enable=1 on both hosts, so that every connection does the
 # handshake (and uses RDMA where the module does).  Between the hosts
@@ -1014,37 +1029,13 @@ hs_pass() {
 			why=${RES_REASON[hs.rdma_ready]:-}
 			why="hs.rdma_ready: ${why:-${RES[hs.rdma_ready]:-not run}}"
 		fi
-		if [ -n "$why" ]; then
-			finish_group dp skip "$why"
-		elif [ "$ROLE" = client ]; then
-			run_prog dp visock_dp --role client --peer "$PEER" \
-				--ctl-port "$CTL_PORT" --family visock
-		else
-			run_prog dp visock_dp --role server \
-				--ctl-port "$CTL_PORT" --wait "$wait_s"
-		fi
+		rdma_group dp visock_dp
 		# Link groups: shared QPs, pools, idle teardown.
-		if [ -n "$why" ]; then
-			finish_group lgr skip "$why"
-		elif [ "$ROLE" = client ]; then
-			alt_ip_add
-			run_prog lgr visock_lgr --role client --peer "$PEER" \
-				--ctl-port "$CTL_PORT" --family visock
-			alt_ip_del
-		else
-			run_prog lgr visock_lgr --role server \
-				--ctl-port "$CTL_PORT" --wait "$wait_s"
-		fi
+		[ -z "$why" ] && [ "$ROLE" = client ] && alt_ip_add
+		rdma_group lgr visock_lgr
+		alt_ip_del
 		# Random connect/transfer/shutdown/close/abort.
-		if [ -n "$why" ]; then
-			finish_group stress skip "$why"
-		elif [ "$ROLE" = client ]; then
-			run_prog stress visock_stress --role client --peer "$PEER" \
-				--ctl-port "$CTL_PORT" --family visock
-		else
-			run_prog stress visock_stress --role server \
-				--ctl-port "$CTL_PORT" --wait "$wait_s"
-		fi
+		rdma_group stress visock_stress
 		# visockctl against the connections of visock_ctl.
 		if [ -n "$why" ]; then
 			finish_group ctl skip "$why"

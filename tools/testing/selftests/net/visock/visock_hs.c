@@ -55,6 +55,7 @@
 #include <linux/visock.h>
 
 #include "harness.h"
+#include "hostutil.h"
 #include "ktap.h"
 #include "sockutil.h"
 
@@ -156,24 +157,6 @@ static int write_int(const char *path, int val)
 		err = -errno;
 	close(fd);
 	return err;
-}
-
-static int read_text(const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	buf[0] = '\0';
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	return 0;
 }
 
 /* The debugfs test hook exists (mounting debugfs if needed). */
@@ -381,7 +364,7 @@ static int active_ports(char *desc, size_t size)
 				continue;
 			snprintf(path, sizeof(path), IB_CLASS "/%s/ports/%s/state",
 				 dev->d_name, port->d_name);
-			if (read_text(path, state, sizeof(state)))
+			if (hu_read_text(path, state, sizeof(state)))
 				continue;
 			if (strstr(state, "ACTIVE"))
 				active++;
@@ -417,7 +400,7 @@ static int soft_dev(const char *netdev, char *name, size_t size, int *others)
 		if (d->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), IB_CLASS "/%s/parent", d->d_name);
-		if (!read_text(path, parent, sizeof(parent)) &&
+		if (!hu_read_text(path, parent, sizeof(parent)) &&
 		    !strcmp(parent, netdev) && !found) {
 			snprintf(name, size, "%.*s", (int)size - 1,
 				 d->d_name);
@@ -437,12 +420,12 @@ static bool dev_ready(const char *dev)
 	int i;
 
 	snprintf(path, sizeof(path), IB_CLASS "/%s/ports/1/state", dev);
-	if (read_text(path, buf, sizeof(buf)) || !strstr(buf, "ACTIVE"))
+	if (hu_read_text(path, buf, sizeof(buf)) || !strstr(buf, "ACTIVE"))
 		return false;
 	for (i = 0; i < 32; i++) {
 		snprintf(path, sizeof(path), IB_CLASS "/%s/ports/1/gids/%d",
 			 dev, i);
-		if (!read_text(path, buf, sizeof(buf)) &&
+		if (!hu_read_text(path, buf, sizeof(buf)) &&
 		    !strncmp(buf, "0000:0000:0000:0000:0000:ffff:", 30))
 			return true;
 	}

@@ -48,6 +48,7 @@
 #include <linux/visock.h>
 
 #include "ctl.h"
+#include "hostutil.h"
 #include "ktap.h"
 
 #define NCONN		8
@@ -57,7 +58,6 @@
 #define LINK_RETRY	6		/* VISOCK_LINK_RETRY */
 #define FO_TIMEOUT_MS	5000		/* VISOCK_FO_TIMEOUT */
 #define SLACK_MS	30000
-#define PROC_PATH	"/proc/net/visock"
 #define ACK_PATH	"/proc/sys/net/visock/rdma_ack_timeout"
 #define KA_PATH		"/proc/sys/net/visock/lgr_keepalive_ms"
 
@@ -80,37 +80,6 @@ static void result(bool ok, const char *name, const char *fmt, ...)
 		nfail++;
 }
 
-static long long proc_get(const char *name)
-{
-	char line[256], key[128];
-	long long val = -1, v;
-	FILE *f = fopen(PROC_PATH, "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%127s %lld", key, &v) == 2 &&
-		    !strcmp(key, name)) {
-			val = v;
-			break;
-		}
-	fclose(f);
-	return val;
-}
-
-static long long read_num(const char *path)
-{
-	char buf[32] = "";
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return n > 0 ? strtoll(buf, NULL, 0) : -1;
-}
-
 /* Wait up to @ms for every counter in @names to be 0. */
 static bool proc_zero(const char *const *names, int n, int ms, char *why,
 		      size_t size)
@@ -120,7 +89,7 @@ static bool proc_zero(const char *const *names, int n, int ms, char *why,
 
 	for (;;) {
 		for (i = 0; i < n; i++) {
-			v = proc_get(names[i]);
+			v = hu_proc_get(names[i]);
 			if (v != 0) {
 				snprintf(why, size, "%s %lld", names[i], v);
 				break;
@@ -304,8 +273,8 @@ static int survive(const char *host, int port)
 	ssize_t r;
 
 	ktap_header(3);
-	ack = read_num(ACK_PATH);
-	ka = read_num(KA_PATH);
+	ack = hu_read_ll(ACK_PATH);
+	ka = hu_read_ll(KA_PATH);
 	if (ack < 0 || ka < 0) {
 		ktap_diag("needs visock with net.visock.rdma_ack_timeout and lgr_keepalive_ms");
 		return 1;
