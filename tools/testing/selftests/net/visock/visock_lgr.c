@@ -544,6 +544,11 @@ static void idle_teardown(struct vt_ctx *c)
 	int fd;
 
 	hu_need_rdma(c);
+	/* QPs of earlier tests (lingering connections keep one <= 30 s). */
+	sysctl_set("lgr_idle_ms", 0);
+	vt_assert(hu_proc_wait("qps", 0, 40000) == 0,
+		  "%lld QPs of earlier tests left", hu_proc("qps"));
+	vt_sync(c, "no QP");
 	/*
 	 * The server would keep its end for 2 * 60 + 2 s on its own: it
 	 * goes within 20 s only if the client's delete message arrives.
