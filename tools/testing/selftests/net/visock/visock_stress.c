@@ -26,6 +26,10 @@
  *		Every socket has SO_RCVTIMEO/SO_SNDTIMEO, so a hang fails
  *		the test instead of stalling it.  Afterwards no connection is
  *		left on the link groups of either host.
+ * signals	SIGUSR1 every millisecond (handler without SA_RESTART) on
+ *		both hosts for 20 s against blocking connect, accept, write
+ *		and read of 256 KiB checksummed echoes: every stream intact
+ *		and on RDMA, and calls were interrupted (EINTR counted).
  *
  * Nothing here is timed; every wait is bounded.
  */
@@ -399,10 +403,228 @@ static void mix(struct vt_ctx *c)
 	munmap(sh, sizeof(*sh));
 }
 
+/* ---- signals ---- */
+
+#define SIG_MS		20000
+#define SIG_LEN		(256 * KiB)
+
+static int sig_seen;	/* handler runs: atomic builtins */
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	__atomic_add_fetch(&sig_seen, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * SIGUSR1 every millisecond at this process (a child sends them) with a
+ * handler without SA_RESTART: blocking calls return EINTR, or a partial
+ * count, as often as the kernel lets them.  Returns the storm's pid.
+ */
+static pid_t storm_start(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	pid_t parent = getpid(), pid;
+
+	vt_try(sigaction(SIGUSR1, &sa, NULL), "sigaction");
+	pid = vt_try(fork(), "fork");
+	if (!pid) {
+		for (;;) {
+			if (kill(parent, SIGUSR1))
+				_exit(0);
+			usleep(1000);
+		}
+	}
+	return pid;
+}
+
+static void storm_stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	signal(SIGUSR1, SIG_IGN);
+}
+
+/* EINTR seen by connect, accept, write, read */
+enum { E_CONNECT, E_ACCEPT, E_WRITE, E_READ, NE };
+static long long eintrs[NE];
+
+/* write() all of @buf, going on after EINTR and partial writes. */
+static void sig_write_all(int fd, const uint8_t *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR) {
+			eintrs[E_WRITE]++;
+			continue;
+		}
+		if (n <= 0)
+			vt_fail("write: %s (%s)", n ? vt_errname(errno) : "0",
+				n ? strerror(errno) : "");
+		buf += n;
+		len -= n;
+	}
+}
+
+/* Send a checksummed stream of @len bytes, then SHUT_WR. */
+static void sig_send(int fd, uint64_t len)
+{
+	static uint8_t buf[16384];
+	struct pl_tx tx;
+	size_t n;
+
+	pl_tx_init(&tx, len);
+	while ((n = pl_tx_fill(&tx, buf, sizeof(buf))))
+		sig_write_all(fd, buf, n);
+	while (shutdown(fd, SHUT_WR))
+		vt_assert(errno == EINTR, "shutdown: %s", strerror(errno));
+}
+
+/* Receive and check a whole stream up to end of stream. */
+static void sig_recv_rx(int fd, struct pl_rx *rx)
+{
+	static uint8_t buf[16384];
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR) {
+			eintrs[E_READ]++;
+			continue;
+		}
+		if (n < 0)
+			vt_fail("read after %llu bytes: %s (%s)",
+				(unsigned long long)rx->pos, vt_errname(errno),
+				strerror(errno));
+		if (!n)
+			break;
+		pl_check(rx, buf, n);
+	}
+	vt_assert(pl_rx_done(rx), "end of stream after %llu bytes",
+		  (unsigned long long)rx->pos);
+}
+
+static void sig_recv(int fd, uint64_t len)
+{
+	struct pl_rx rx;
+
+	pl_rx_init(&rx, len);
+	sig_recv_rx(fd, &rx);
+}
+
+/* Blocking connect that goes on after EINTR, as TCP's does. */
+static int sig_connect(struct vt_ctx *c, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = su_peer_addr(c, false, port, &ss);
+	int fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC), err;
+
+	set_timeouts(fd);
+	if (!connect(fd, (struct sockaddr *)&ss, len))
+		return fd;
+	vt_assert(errno == EINTR, "connect: %s (%s)", vt_errname(errno),
+		  strerror(errno));
+	eintrs[E_CONNECT]++;
+	/* Interrupted: the connection goes on; wait for it. */
+	vt_assert(su_poll(fd, POLLOUT, SU_WAIT_MS * vt_time_scale) & POLLOUT,
+		  "interrupted connect: no POLLOUT");
+	err = su_getint_at(fd, SOL_SOCKET, SO_ERROR, "SO_ERROR");
+	vt_assert(!err, "interrupted connect: %s", strerror(err));
+	return fd;
+}
+
+static int sig_accept(int lfd)
+{
+	int fd;
+
+	for (;;) {
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+		vt_assert(errno == EINTR, "accept: %s (%s)", vt_errname(errno),
+			  strerror(errno));
+		eintrs[E_ACCEPT]++;
+	}
+}
+
+/*
+ * Blocking connect, accept, write and read under a signal storm on both
+ * hosts: every stream arrives intact, on RDMA, and the calls were
+ * interrupted (EINTR counted) - so the waits in visock's connect,
+ * accept, sendmsg and recvmsg were all woken by signals many times.
+ */
+static void signals(struct vt_ctx *c)
+{
+	long long end, n = 0, rdma = 0;
+	struct visock_info vi;
+	int lfd = -1, port = 0, fd;
+	pid_t storm;
+
+	hu_need_rdma(c);
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+	storm = storm_start();
+	end = ctl_now_ms() + (long long)SIG_MS * vt_time_scale;
+	for (;;) {
+		if (vt_is_client(c)) {
+			/* The client decides when it ends: a 0 byte stream. */
+			bool last = ctl_now_ms() > end;
+
+			fd = sig_connect(c, port);
+			sig_send(fd, last ? 0 : SIG_LEN);
+			sig_recv(fd, last ? 0 : SIG_LEN);
+			hu_get_info(fd, &vi);
+			close(fd);
+			if (last)
+				break;
+		} else {
+			struct pl_rx probe;
+			uint64_t len;
+
+			fd = sig_accept(lfd);
+			set_timeouts(fd);
+			/* The length comes first: receive, then echo as much. */
+			pl_rx_init(&probe, UINT64_MAX);
+			sig_recv_rx(fd, &probe);
+			len = probe.len;
+			sig_send(fd, len);
+			hu_get_info(fd, &vi);
+			close(fd);
+			if (!len)
+				break;
+		}
+		n++;
+		rdma += vi.vi_mode == VISOCK_MODE_RDMA;
+	}
+	storm_stop(storm);
+	if (lfd >= 0)
+		close(lfd);
+	vt_diag("%lld connections of %llu KiB each way under SIGUSR1 every ms",
+		n, SIG_LEN / KiB);
+	vt_diag("%lld on RDMA, %d SIGUSR1; EINTR: connect %lld, accept %lld, write %lld, read %lld",
+		rdma, __atomic_load_n(&sig_seen, __ATOMIC_RELAXED),
+		eintrs[E_CONNECT], eintrs[E_ACCEPT], eintrs[E_WRITE],
+		eintrs[E_READ]);
+	vt_assert(n > 0 && rdma == n, "%lld of %lld connections on RDMA", rdma,
+		  n);
+	vt_assert(__atomic_load_n(&sig_seen, __ATOMIC_RELAXED) > 100,
+		  "only %d SIGUSR1 arrived", sig_seen);
+	vt_assert(eintrs[E_CONNECT] + eintrs[E_ACCEPT] + eintrs[E_WRITE] +
+		  eintrs[E_READ] > 0, "no call was interrupted");
+	vt_sync(c, "checked");
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
 	T(mix, 300, "random connect/transfer/close/abort, 4 processes"),
+	T(signals, 180, "SIGUSR1 every ms against blocking calls"),
 };
 
 int main(int argc, char **argv)
