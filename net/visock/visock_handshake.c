@@ -267,6 +267,12 @@ static int visock_hs_send(struct visock_sock *vsk, struct visock_hs_msg *m)
 	ret = kernel_sendmsg(vsk->tcp, &msg, &iov, 1, len);
 	if (ret == len)
 		return 0;
+	/*
+	 * TCP says EPIPE once the peer reset the connection (its RST is in
+	 * the TCP socket's error); connect() reports that as ECONNRESET.
+	 */
+	if (ret == -EPIPE)
+		return -ECONNRESET;
 	return ret < 0 ? ret : -EIO;
 }
 
