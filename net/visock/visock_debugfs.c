@@ -11,10 +11,13 @@
  *	TCP stream for the application, which can then speak the handshake
  *	protocol itself.  The hostile-peer selftest uses it to send the
  *	other host malformed handshake messages.
+ *
+ * fault/: fault injection points, see visock_fault.c.
  */
 #include <linux/debugfs.h>
 
 #include "visock.h"
+#include "visock_fault.h"
 
 u32 visock_test_raw_handshake;
 
@@ -32,6 +35,7 @@ void visock_debugfs_init(void)
 	visock_debugfs_dir = debugfs_create_dir("visock", NULL);
 	debugfs_create_u32("raw_handshake", 0600, visock_debugfs_dir,
 			   &visock_test_raw_handshake);
+	visock_fault_debugfs_init(visock_debugfs_dir);
 }
 
 /**
@@ -43,4 +47,5 @@ void visock_debugfs_exit(void)
 {
 	debugfs_remove_recursive(visock_debugfs_dir);
 	visock_debugfs_dir = NULL;
+	visock_fault_exit();
 }
