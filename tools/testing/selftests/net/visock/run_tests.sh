@@ -41,6 +41,7 @@ LGR_IDLE=$SYSCTL_DIR/lgr_idle_ms
 # on real RoCE.
 TEST_ACK_TIMEOUT=${VISOCK_TEST_ACK_TIMEOUT:-19}
 RAW_HOOK=/sys/kernel/debug/visock/raw_handshake
+FAULT_POINT=/sys/kernel/debug/visock/fault/point
 IPT_TAG=visock-selftest
 KLOG_PATTERN='Oops|WARNING:|BUG:|Call Trace:|Kernel panic|KASAN|UBSAN'
 
@@ -161,7 +162,8 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 	BIN=$SRC_BIN
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
-	visock_lgr visock_preload_test visock_ctl visock_redirect_test; do
+	visock_lgr visock_fault visock_preload_test visock_ctl \
+	visock_redirect_test; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -214,6 +216,7 @@ add_test redirect.unload
 list_prog hs visock_hs
 list_prog dp visock_dp
 list_prog lgr visock_lgr
+list_prog fault visock_fault
 list_prog ctl visock_ctl
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
@@ -383,7 +386,8 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*|lgr.*|ctl.*|redirect.*|apps.*|\
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|lgr.*|fault.*|ctl.*|\
+	redirect.*|apps.*|\
 	preload.*|preload_hs.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
@@ -395,6 +399,7 @@ hs_sweep() {
 	local rule dev
 
 	[ -w "$RAW_HOOK" ] && echo 0 > "$RAW_HOOK" 2>/dev/null
+	[ -w "$FAULT_POINT" ] && echo none > "$FAULT_POINT" 2>/dev/null
 	if command -v iptables >/dev/null 2>&1; then
 		iptables -w 5 -t mangle -S PREROUTING 2>/dev/null |
 			grep -- "--comment $IPT_TAG" | while read -r rule; do
@@ -892,13 +897,13 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp lgr ctl stream_hs stream_hslo apps; do
+		for g in hs dp lgr fault ctl stream_hs stream_hslo apps; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
-	   ! group_selected lgr &&
+	   ! group_selected lgr && ! group_selected fault &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
 	   ! group_selected stream_hslo && ! group_selected redirect_hs &&
 	   ! group_selected preload_hs && ! group_selected apps; then
@@ -920,7 +925,8 @@ hs_pass() {
 	# hs.rdma_ready decides about dp and stream_hs: run it even if not
 	# picked.
 	EXTRA_PICKS=()
-	if group_selected dp || group_selected lgr || group_selected ctl ||
+	if group_selected dp || group_selected lgr ||
+	   group_selected fault || group_selected ctl ||
 	   group_selected stream_hs || group_selected redirect_hs ||
 	   group_selected preload_hs || group_selected apps; then
 		EXTRA_PICKS=(--pick rdma_ready)
@@ -929,6 +935,7 @@ hs_pass() {
 	case "$ROLE" in
 	client)
 		if group_selected hs || group_selected dp || group_selected lgr ||
+		   group_selected fault ||
 		   group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
@@ -937,6 +944,7 @@ hs_pass() {
 		fi ;;
 	server)
 		if group_selected hs || group_selected dp || group_selected lgr ||
+		   group_selected fault ||
 		   group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
@@ -952,6 +960,7 @@ hs_pass() {
 	single)
 		finish_group dp skip "role single: no peer host"
 		finish_group lgr skip "role single: no peer host"
+		finish_group fault skip "role single: no peer host"
 		finish_group ctl skip "role single: no peer host"
 		finish_group stream_hs skip "role single: no peer host"
 		finish_group redirect_hs skip "role single: no peer host"
@@ -980,6 +989,16 @@ hs_pass() {
 				--ctl-port "$CTL_PORT" --family visock
 		else
 			run_prog lgr visock_lgr --role server \
+				--ctl-port "$CTL_PORT" --wait "$wait_s"
+		fi
+		# Fault injection at each fault point of the module.
+		if [ -n "$why" ]; then
+			finish_group fault skip "$why"
+		elif [ "$ROLE" = client ]; then
+			run_prog fault visock_fault --role client --peer "$PEER" \
+				--ctl-port "$CTL_PORT" --family visock
+		else
+			run_prog fault visock_fault --role server \
 				--ctl-port "$CTL_PORT" --wait "$wait_s"
 		fi
 		# visockctl against the connections of visock_ctl.
