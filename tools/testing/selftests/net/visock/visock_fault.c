@@ -16,7 +16,7 @@
  *	 peer_decline on the other;
  *	 data points (post_write, post_ctrl): B is on RDMA, the fault hits
  *	 its transfer, B fails over to TCP (VISOCK_INFO_F_FAILOVER, state
- *	 "failed over") on the faulting host;
+ *	 "failed over") on both hosts;
  *	 close (post_ctrl_close): the cursor message of close() fails; the
  *	 server still reads every byte and end of stream;
  *	 accept (child_alloc): the server drops the accepted connection:
@@ -31,6 +31,22 @@
  * "# fault <point>: injected N, fallbacks M, failovers F" (this host's
  * fallbacks and failovers during the test).
  *
+ * Two more tests of teardown under stress:
+ *
+ * signal_storm	SIGUSR1 every millisecond (a helper process) at both
+ *		halves while they connect, accept, send and receive 8
+ *		connections (blocking calls, no SA_RESTART): every
+ *		connection is on RDMA, its data intact; nothing left
+ *		afterwards.
+ * netns_del	client host only: in a new namespace (ip netns add), a
+ *		listener, a loopback connection moving data and one left
+ *		unaccepted; ip netns del while they are open, then the
+ *		process exits: the module's reference count returns to
+ *		what it was and the init namespace's gauges are unchanged.
+ *		Loopback only: the Soft-RoCE device belongs to the init
+ *		namespace, a new namespace has no RDMA path (the handshake
+ *		declines), so no link group is created in it.
+ *
  * No test checks how long anything takes; every wait is bounded.
  */
 #include <errno.h>
@@ -40,10 +56,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
 
 #include <linux/visock.h>
 
@@ -526,11 +550,10 @@ static void fault_case(struct vt_ctx *c)
 		get_info(b, &vi);
 		vt_diag("B: mode %u, flags %#x, rdma_state %u", vi.vi_mode,
 			vi.vi_flags, vi.vi_rdma_state);
-		if (mine)
-			vt_assert((vi.vi_flags & VISOCK_INFO_F_FAILOVER) &&
-				  vi.vi_rdma_state == 4,
-				  "B: flags %#x, rdma_state %u: expected a failover to TCP",
-				  vi.vi_flags, vi.vi_rdma_state);
+		vt_assert((vi.vi_flags & VISOCK_INFO_F_FAILOVER) &&
+			  vi.vi_rdma_state == 4,
+			  "B: flags %#x, rdma_state %u: expected a failover to TCP",
+			  vi.vi_flags, vi.vi_rdma_state);
 	}
 
 	/* C: after the fault. */
@@ -576,6 +599,303 @@ static void fault_case(struct vt_ctx *c)
 	vt_sync(c, "clean");
 }
 
+/* ---- signal_storm ---- */
+
+#define NSTORM	8
+#define STORM_LEN	(512 * KiB)
+
+static sig_atomic_t storm_sigs;	/* read after the storm stopped */
+static int storm_eintr;		/* connect()/accept() interrupted */
+
+static void storm_handler(int sig)
+{
+	(void)sig;
+	storm_sigs++;
+}
+
+/* A process that sends SIGUSR1 to @pid every millisecond until killed. */
+static pid_t storm_start(pid_t pid)
+{
+	struct sigaction sa = { .sa_handler = storm_handler };
+	pid_t kid;
+
+	sigemptyset(&sa.sa_mask);
+	vt_try(sigaction(SIGUSR1, &sa, NULL), "sigaction");
+	kid = vt_try(fork(), "fork");
+	if (!kid) {
+		for (;;) {
+			if (kill(pid, SIGUSR1))
+				_exit(0);
+			usleep(1000);
+		}
+	}
+	return kid;
+}
+
+static void storm_stop(pid_t kid)
+{
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	signal(SIGUSR1, SIG_IGN);
+}
+
+/* Blocking connect that survives EINTR: the attempt goes on. */
+static int storm_connect(struct vt_ctx *c, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = su_peer_addr(c, false, port, &ss), elen;
+	int fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC), err;
+	long long end = now_ms() + (long long)WAIT_MS * vt_time_scale;
+
+	if (!connect(fd, (struct sockaddr *)&ss, len))
+		return fd;
+	vt_assert(errno == EINTR, "connect: %s", vt_errname(errno));
+	storm_eintr++;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+		vt_assert(now_ms() < end, "connect not done after %d ms",
+			  WAIT_MS);
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		elen = sizeof(err);
+		vt_try(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen),
+		       "getsockopt(SO_ERROR)");
+		vt_assert(!err, "interrupted connect: %s", vt_errname(err));
+		return fd;
+	}
+}
+
+static int storm_accept(int lfd)
+{
+	long long end = now_ms() + (long long)WAIT_MS * vt_time_scale;
+	int fd;
+
+	for (;;) {
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+		vt_assert(errno == EINTR, "accept: %s", vt_errname(errno));
+		storm_eintr++;
+		vt_assert(now_ms() < end, "accept not done after %d ms",
+			  WAIT_MS);
+	}
+}
+
+static void signal_storm(struct vt_ctx *c)
+{
+	int fds[NSTORM], i, lfd = -1, port = 0;
+	long long fb0[NFB], nfb;
+	char why[256];
+	pid_t kid;
+
+	need_rdma(c);
+	vt_assert(proc_wait("qps", 0, WAIT_MS) == 0,
+		  "%lld QPs left from before", proc_get("qps"));
+	fb_snap(fb0);
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, NSTORM + 4,
+				SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+	vt_sync(c, "storm");
+	storm_sigs = 0;
+	storm_eintr = 0;
+	kid = storm_start(getpid());
+	for (i = 0; i < NSTORM; i++)
+		fds[i] = vt_is_client(c) ? storm_connect(c, port) :
+					   storm_accept(lfd);
+	/*
+	 * Blocking writes and reads (retried after EINTR by the helpers),
+	 * one connection after the other, client to server, then back.
+	 */
+	for (i = 0; i < NSTORM; i++) {
+		if (vt_is_client(c)) {
+			pl_send(fds[i], STORM_LEN);
+			vt_try(shutdown(fds[i], SHUT_WR), "shutdown");
+		} else {
+			pl_recv(fds[i], STORM_LEN);
+		}
+	}
+	for (i = 0; i < NSTORM; i++) {
+		if (vt_is_client(c)) {
+			pl_recv(fds[i], STORM_LEN);
+		} else {
+			pl_send(fds[i], STORM_LEN);
+			vt_try(shutdown(fds[i], SHUT_WR), "shutdown");
+		}
+	}
+	storm_stop(kid);
+	vt_diag("%d signals during %d connects/accepts and transfers",
+		(int)storm_sigs, NSTORM);
+	vt_diag("%d connect/accept calls interrupted", storm_eintr);
+	vt_assert(storm_sigs > 0, "no signal arrived");
+	for (i = 0; i < NSTORM; i++)
+		expect_rdma(fds[i], "connection under signals");
+	vt_sync(c, "transferred");
+	for (i = 0; i < NSTORM; i++)
+		close(fds[i]);
+	if (lfd >= 0)
+		close(lfd);
+	nfb = fb_since(fb0, why, sizeof(why));
+	vt_assert(!nfb, "%lld fallbacks:%s", nfb, why);
+	vt_assert(proc_wait("lgr_connections", 0, WAIT_MS) == 0,
+		  "lgr_connections %lld after close",
+		  proc_get("lgr_connections"));
+	vt_assert(proc_wait("qps", 0, WAIT_MS + 30000) == 0, "%lld QPs left",
+		  proc_get("qps"));
+	vt_assert(proc_wait("registered_bytes", 0, WAIT_MS) == 0,
+		  "%lld bytes still registered", proc_get("registered_bytes"));
+	vt_sync(c, "clean");
+}
+
+/* ---- netns_del ---- */
+
+#define NS_NAME		"visock_fault_ns"
+#define NS_PATH		"/var/run/netns/" NS_NAME
+#define MODREF_PATH	"/sys/module/visock/refcnt"
+
+static int run_cmd(const char *cmd)
+{
+	int st = system(cmd);
+
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * Child: enter the namespace, bring up lo, enable visock, make a
+ * loopback connection (data both ways) and one left in the accept
+ * queue, tell the parent (@wfd) and wait until it deleted the name
+ * (@rfd), move more data, exit with everything open.
+ */
+static void netns_child(int wfd, int rfd)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct ifreq ifr = { .ifr_name = "lo" };
+	int nsfd, s, lfd, cfd, afd, pend;
+	socklen_t len = sizeof(sin);
+	char ch = 0, buf[4096];
+	ssize_t n;
+	int i;
+
+	nsfd = open(NS_PATH, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0 || setns(nsfd, CLONE_NEWNET))
+		_exit(10);
+	close(nsfd);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr))
+		_exit(11);
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr))
+		_exit(12);
+	close(s);
+	if (write_str(ENABLE_PATH, "1\n"))
+		_exit(13);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	lfd = socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(lfd, 4) || getsockname(lfd, (struct sockaddr *)&sin, &len))
+		_exit(14);
+	cfd = socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cfd < 0 || connect(cfd, (struct sockaddr *)&sin, sizeof(sin)))
+		_exit(15);
+	afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (afd < 0)
+		_exit(16);
+	pend = socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (pend < 0 || connect(pend, (struct sockaddr *)&sin, sizeof(sin)))
+		_exit(17);
+	memset(buf, 0x5a, sizeof(buf));
+	for (i = 0; i < 2; i++) {
+		if (write(cfd, buf, sizeof(buf)) != sizeof(buf))
+			_exit(18);
+		for (n = 0; n < (ssize_t)sizeof(buf);) {
+			ssize_t r = read(afd, buf, sizeof(buf) - n);
+
+			if (r <= 0)
+				_exit(19);
+			n += r;
+		}
+		if (!i) {
+			unsigned int r = 255;
+			socklen_t rl = sizeof(r);
+
+			/* Tell the parent the connection's fallback reason. */
+			getsockopt(cfd, SOL_VISOCK, VISOCK_FALLBACK_REASON, &r,
+				   &rl);
+			ch = (char)r;
+			/* Wait for the namespace's name to go. */
+			if (write(wfd, &ch, 1) != 1 || read(rfd, &ch, 1) != 1)
+				_exit(20);
+		}
+	}
+	/* Exit with the listener, both ends and the queued one open. */
+	_exit(0);
+}
+
+static void netns_del(struct vt_ctx *c)
+{
+	long long ref0, ref, sockets0, sockets;
+	int up[2], down[2], st, rc;
+	char ch;
+	pid_t kid;
+
+	if (c->family != VT_FAMILY_VISOCK)
+		vt_skip("family inet: needs AF_VISOCK");
+	if (!vt_is_client(c)) {
+		vt_sync(c, "netns done");
+		return;
+	}
+	if (run_cmd("ip netns del " NS_NAME " 2>/dev/null; ip netns add " NS_NAME))
+		vt_skip("ip netns add failed (no iproute2?)");
+	ref0 = read_ll(MODREF_PATH);
+	sockets0 = proc_get("sockets");
+	vt_try(pipe(up), "pipe");
+	vt_try(pipe(down), "pipe");
+	kid = vt_try(fork(), "fork");
+	if (!kid)
+		netns_child(up[1], down[0]);
+	rc = read(up[0], &ch, 1);
+	if (rc != 1) {
+		waitpid(kid, &st, 0);
+		run_cmd("ip netns del " NS_NAME " 2>/dev/null");
+		vt_fail("child in the namespace failed (exit %d)",
+			WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	vt_diag("module refcnt %lld before, %lld with 4 sockets in the namespace",
+		ref0, read_ll(MODREF_PATH));
+	vt_diag("the loopback connection's fallback reason: %s",
+		fb_name((unsigned char)ch));
+	vt_assert(ref0 >= 0, "cannot read " MODREF_PATH);
+	vt_assert(!run_cmd("ip netns del " NS_NAME), "ip netns del failed");
+	vt_assert(write(down[1], &ch, 1) == 1, "pipe: %s", strerror(errno));
+	vt_try(waitpid(kid, &st, 0), "waitpid");
+	vt_assert(WIFEXITED(st) && !WEXITSTATUS(st),
+		  "child in the namespace: status %#x", st);
+	/* The namespace is cleaned up asynchronously. */
+	{
+		long long end = now_ms() + 60000LL * vt_time_scale;
+
+		while ((ref = read_ll(MODREF_PATH)) != ref0 && now_ms() < end)
+			usleep(100 * 1000);
+	}
+	sockets = proc_get("sockets");
+	vt_diag("module refcnt %lld after the namespace went; init netns sockets %lld -> %lld",
+		ref, sockets0, sockets);
+	vt_assert(ref == ref0, "module refcnt %lld, was %lld: a leaked reference",
+		  ref, ref0);
+	vt_assert(sockets == sockets0, "init netns sockets %lld, was %lld",
+		  sockets, sockets0);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	vt_sync(c, "netns done");
+}
+
 #define T(n, d)	{ n, fault_case, fault_case, 180, d }
 
 static const struct vt_test tests[] = {
@@ -615,6 +935,10 @@ static const struct vt_test tests[] = {
 	T("post_ctrl_client", "client: a cursor message post fails: failover"),
 	T("post_ctrl_server", "server: a cursor message post fails: failover"),
 	T("post_ctrl_close", "client: the cursor message of close() fails"),
+	{ "signal_storm", signal_storm, signal_storm, 300,
+	  "SIGUSR1 every ms at blocking connect/accept/send/recv" },
+	{ "netns_del", netns_del, netns_del, 180,
+	  "ip netns del with visock sockets open, then exit: no leak" },
 };
 
 int main(int argc, char **argv)
