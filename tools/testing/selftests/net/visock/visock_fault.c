@@ -17,8 +17,9 @@
  *	 data points (post_write, post_ctrl): B is on RDMA, the fault hits
  *	 its transfer, B fails over to TCP (VISOCK_INFO_F_FAILOVER, state
  *	 "failed over") on both hosts;
- *	 close (post_ctrl_close): the cursor message of close() fails; the
- *	 server still reads every byte and end of stream;
+ *	 close (post_ctrl_close): armed after the server read all the
+ *	 client wrote, so that the cursor message of close() is the one
+ *	 that fails; the server still sees end of stream;
  *	 accept (child_alloc): the server drops the accepted connection:
  *	 the client's connect() or its first read fails or sees EOF;
  *   C   connected after the fault, must be on RDMA.
@@ -465,6 +466,21 @@ static void dropped_connect(struct vt_ctx *c, int port)
 	close(fd);
 }
 
+/* Read and check a whole stream of @len payload bytes, not the EOF. */
+static void read_stream(int fd, uint64_t len)
+{
+	size_t total = pl_total(len);
+	uint8_t *buf = malloc(total);
+	struct pl_rx rx;
+
+	vt_assert(buf, "out of memory");
+	su_read_all(fd, buf, total);
+	pl_rx_init(&rx, len);
+	pl_check(&rx, buf, total);
+	vt_assert(pl_rx_done(&rx), "stream incomplete");
+	free(buf);
+}
+
 static void fault_case(struct vt_ctx *c)
 {
 	const struct fcase *fc = find_case(c);
@@ -500,7 +516,7 @@ static void fault_case(struct vt_ctx *c)
 		b = pair(c, port, lfd);
 		expect_rdma(b, "B (before its fault)");
 	}
-	if (mine) {
+	if (mine && fc->kind != FK_CLOSE) {
 		inj0 = fault_injected(fc->point);
 		fault_arm(fc->point, 1);
 	}
@@ -518,11 +534,21 @@ static void fault_case(struct vt_ctx *c)
 		su_xfer(&b, 1, XFER_LEN, XFER_MS);
 		break;
 	case FK_CLOSE:
+		/*
+		 * Armed once the server has read everything: the client
+		 * receives nothing and so owes no credits, its next cursor
+		 * message is the one of close().
+		 */
 		if (vt_is_client(c)) {
 			pl_send(b, XFER_LEN);
+			vt_sync(c, "all read");
+			inj0 = fault_injected(fc->point);
+			fault_arm(fc->point, 1);
 			close(b);
 		} else {
-			pl_recv(b, XFER_LEN);
+			read_stream(b, XFER_LEN);
+			vt_sync(c, "all read");
+			su_expect_eof(b);
 			close(b);
 		}
 		b = -1;
