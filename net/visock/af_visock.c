@@ -65,6 +65,7 @@
 #include "visock_link.h"
 #include "visock_rdma.h"
 #include "visock_trace.h"
+#include "visock_fault.h"
 
 struct proto visock_proto = {
 	.name		= "VISOCK",
@@ -217,6 +218,8 @@ static struct sock *visock_child_sk_alloc(const struct sock *lsk)
 	const struct visock_sock *lvsk = visock_sk(lsk);
 	struct sock *sk;
 
+	if (visock_fault(VISOCK_FP_CHILD_ALLOC))
+		return NULL;
 	sk = sk_alloc(sock_net(lsk), lsk->sk_family, GFP_KERNEL, lsk->sk_prot,
 		      0);
 	if (!sk)

@@ -35,6 +35,7 @@
 
 #include "visock_rdma.h"
 #include "visock_trace.h"
+#include "visock_fault.h"
 
 /*
  * The shared QP died (device removed, stuck peer).  Called by
@@ -71,6 +72,8 @@ int visock_rdma_prepare(struct visock_sock *vsk)
 	struct visock_dp *dp;
 	int err;
 
+	if (visock_fault(VISOCK_FP_DP_ALLOC))
+		return -ENOMEM;
 	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
 	if (!dp)
 		return -ENOMEM;

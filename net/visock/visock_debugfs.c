@@ -21,10 +21,13 @@
  *	cdc_inject goes back to 0 and cdc_injected counts up when it has
  *	been done.  The peer must drop the copy and count it
  *	(lgr_stale_dropped), or reset that one connection.
+ *
+ * fault/: fault injection points, see visock_fault.c.
  */
 #include <linux/debugfs.h>
 
 #include "visock.h"
+#include "visock_fault.h"
 
 u32 visock_test_raw_handshake;
 u32 visock_test_cdc_inject;
@@ -51,6 +54,7 @@ void visock_debugfs_init(void)
 			   &visock_test_cdc_inject);
 	debugfs_create_u32("cdc_injected", 0400, visock_debugfs_dir,
 			   &visock_test_cdc_injected);
+	visock_fault_debugfs_init(visock_debugfs_dir);
 }
 
 /**
@@ -62,4 +66,5 @@ void visock_debugfs_exit(void)
 {
 	debugfs_remove_recursive(visock_debugfs_dir);
 	visock_debugfs_dir = NULL;
+	visock_fault_exit();
 }

@@ -83,6 +83,7 @@
 
 #include "visock_lgr.h"
 #include "visock_trace.h"
+#include "visock_fault.h"
 
 static void visock_qp_free(struct kref *ref);
 static void visock_qp_reap_work(struct work_struct *work);
@@ -167,7 +168,8 @@ static int visock_qp_post_recv(struct visock_qp *q, struct visock_qp_rx *rx)
 		sge.lkey = q->pd->local_dma_lkey;
 		ib_dma_sync_single_for_device(q->ibdev, sge.addr, sge.length,
 					      DMA_BIDIRECTIONAL);
-		err = ib_post_recv(q->ibqp, &wr, &bad);
+		err = visock_fault(VISOCK_FP_POST_RECV) ?:
+		      ib_post_recv(q->ibqp, &wr, &bad);
 		if (!err)
 			q->posted = true;
 	} else {
@@ -388,7 +390,8 @@ static int visock_qp_create_verbs(struct visock_qp *q)
 	rq = VISOCK_QP_RQ_SLACK + q->max_conns * VISOCK_LINK_RQ_DEPTH;
 	q->rq_size = rq;
 
-	q->cq = ib_alloc_cq_any(q->ibdev, q,
+	q->cq = visock_fault_ptr(VISOCK_FP_CQ_CREATE) ?:
+		ib_alloc_cq_any(q->ibdev, q,
 				min_t(u32, sq + rq + 2, da->max_cqe),
 				IB_POLL_SOFTIRQ);
 	if (IS_ERR(q->cq)) {
@@ -407,7 +410,8 @@ static int visock_qp_create_verbs(struct visock_qp *q)
 	init.cap.max_recv_sge = VISOCK_LINK_RECV_SGE;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
 	init.qp_type = IB_QPT_RC;
-	q->ibqp = ib_create_qp(q->pd, &init);
+	q->ibqp = visock_fault_ptr(VISOCK_FP_QP_CREATE) ?:
+		  ib_create_qp(q->pd, &init);
 	if (IS_ERR(q->ibqp)) {
 		err = PTR_ERR(q->ibqp);
 		q->ibqp = NULL;
@@ -419,6 +423,9 @@ static int visock_qp_create_verbs(struct visock_qp *q)
 	attr.pkey_index = 0;
 	attr.port_num = q->port;
 	attr.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE;
+	err = visock_fault(VISOCK_FP_QP_INIT);
+	if (err)
+		return err;
 	return ib_modify_qp(q->ibqp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
 			    IB_QP_PORT | IB_QP_ACCESS_FLAGS);
 }
@@ -440,7 +447,8 @@ static int visock_qp_ctrl_create(struct visock_qp *q)
 	q->ctrl_dma = kcalloc(q->ctrl_npages, sizeof(*q->ctrl_dma),
 			      GFP_KERNEL);
 	q->rx = kvcalloc(q->rq_size, sizeof(*q->rx), GFP_KERNEL);
-	if (!q->ctrl_pages || !q->ctrl_dma || !q->rx)
+	if (!q->ctrl_pages || !q->ctrl_dma || !q->rx ||
+	    visock_fault(VISOCK_FP_CTRL_ALLOC))
 		return -ENOMEM;
 	for (i = 0; i < q->rq_size; i++) {
 		q->rx[i].cqe.done = visock_qp_rx_done;
@@ -497,7 +505,7 @@ int visock_qp_setup(struct visock_qp *q, const struct sockaddr *local)
 		return -ENODEV;
 	q->mtu = pattr.active_mtu;
 
-	q->pd = ib_alloc_pd(q->ibdev, 0);
+	q->pd = visock_fault_ptr(VISOCK_FP_PD_ALLOC) ?: ib_alloc_pd(q->ibdev, 0);
 	if (IS_ERR(q->pd)) {
 		err = PTR_ERR(q->pd);
 		q->pd = NULL;
@@ -877,6 +885,8 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 {
 	struct visock_qp *q;
 
+	if (visock_fault(VISOCK_FP_QP_ALLOC))
+		return NULL;
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return NULL;
@@ -1198,6 +1208,9 @@ static int visock_qp_to_rtr(struct visock_qp *q,
 	attr.ah_attr.grh.sgid_attr = q->sgid_attr;
 	memcpy(attr.ah_attr.roce.dmac, dmac, ETH_ALEN);
 
+	err = visock_fault(VISOCK_FP_QP_RTR);
+	if (err)
+		return err;
 	return ib_modify_qp(q->ibqp, &attr, IB_QP_STATE | IB_QP_AV |
 			    IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
 			    IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
@@ -1206,6 +1219,7 @@ static int visock_qp_to_rtr(struct visock_qp *q,
 static int visock_qp_to_rts(struct visock_qp *q)
 {
 	struct ib_qp_attr attr = {};
+	int err;
 
 	attr.qp_state = IB_QPS_RTS;
 	attr.sq_psn = q->psn;
@@ -1213,6 +1227,9 @@ static int visock_qp_to_rts(struct visock_qp *q)
 	attr.retry_cnt = VISOCK_LINK_RETRY;
 	attr.rnr_retry = VISOCK_LINK_RNR_RETRY;
 	attr.max_rd_atomic = 1;
+	err = visock_fault(VISOCK_FP_QP_RTS);
+	if (err)
+		return err;
 	return ib_modify_qp(q->ibqp, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
 			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
 			    IB_QP_MAX_QP_RD_ATOMIC);

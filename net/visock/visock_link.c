@@ -23,6 +23,7 @@
 
 #include "visock_lgr.h"
 #include "visock_trace.h"
+#include "visock_fault.h"
 
 /* One request of @l less outstanding; may let its owner free it. */
 static void visock_link_put_wr(struct visock_link *l)
@@ -112,6 +113,8 @@ int visock_link_create(const struct visock_link_params *p,
 	if (err)
 		return err;
 
+	if (visock_fault(VISOCK_FP_LINK_ALLOC))
+		return -ENOMEM;
 	l = kzalloc(sizeof(*l), GFP_KERNEL);
 	if (!l)
 		return -ENOMEM;
@@ -302,7 +305,9 @@ static int visock_link_post_reg(struct visock_link *l)
 	reinit_completion(&l->reg_done);
 	l->reg_status = IB_WC_SUCCESS;
 	spin_lock_bh(&q->post_lock);
-	err = q->can_post ? visock_qp_post_locked(q, l, &reg[0].wr) : -ENODEV;
+	err = q->can_post ? visock_fault(VISOCK_FP_POST_REG) : -ENODEV;
+	if (!err)
+		err = visock_qp_post_locked(q, l, &reg[0].wr);
 	spin_unlock_bh(&q->post_lock);
 	return err ? err : n;
 }
@@ -752,7 +757,8 @@ int visock_link_post_ctrl(struct visock_link *l, unsigned int idx, u32 len,
 		sge.lkey = q->pd->local_dma_lkey;
 		ib_dma_sync_single_for_device(q->ibdev, sge.addr, len,
 					      DMA_BIDIRECTIONAL);
-		err = visock_qp_post_locked(q, l, &wr);
+		err = visock_fault(VISOCK_FP_POST_CTRL) ?:
+		      visock_qp_post_locked(q, l, &wr);
 	} else {
 		err = READ_ONCE(q->dead) ? -ENODEV : -ENOTCONN;
 	}
@@ -819,7 +825,8 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 			sge[i].addr += l->sbuf->iova;
 			sge[i].lkey = l->sbuf->mr->lkey;
 		}
-		err = visock_qp_post_locked(q, l, &wr[0].wr);
+		err = visock_fault(VISOCK_FP_POST_WRITE) ?:
+		      visock_qp_post_locked(q, l, &wr[0].wr);
 	} else {
 		err = READ_ONCE(q->dead) ? -ENODEV : -ENOTCONN;
 	}

@@ -18,6 +18,7 @@
 #include <linux/vmalloc.h>
 
 #include "visock_lgr.h"
+#include "visock_fault.h"
 
 /* ------------------------------------------------------------------ */
 /* Receive ring                                                        */
@@ -77,7 +78,7 @@ static int visock_rbuf_alloc_mem(struct visock_rbuf *rb)
 		gfp |= __GFP_NORETRY;
 
 	rb->chunks = kcalloc(rb->nchunks, sizeof(*rb->chunks), GFP_KERNEL);
-	if (!rb->chunks)
+	if (!rb->chunks || visock_fault(VISOCK_FP_RBUF_ALLOC))
 		return -ENOMEM;
 	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
 	if (!pages)
@@ -144,12 +145,14 @@ int visock_rbuf_create(struct visock_qp *q, u32 size,
 		left -= sg->length;
 	}
 
-	n = ib_dma_map_sg(dev, rb->sgt.sgl, rb->nchunks, dir);
+	n = visock_fault(VISOCK_FP_RBUF_MAP) ? 0 :
+	    ib_dma_map_sg(dev, rb->sgt.sgl, rb->nchunks, dir);
 	if (n <= 0)
 		return -ENOMEM;
 	rb->dma_nents = n;
 
-	rb->mr = ib_alloc_mr(q->pd, IB_MR_TYPE_MEM_REG, rb->nchunks);
+	rb->mr = visock_fault_ptr(VISOCK_FP_MR_ALLOC) ?:
+		 ib_alloc_mr(q->pd, IB_MR_TYPE_MEM_REG, rb->nchunks);
 	if (IS_ERR(rb->mr)) {
 		err = PTR_ERR(rb->mr);
 		rb->mr = NULL;

@@ -123,6 +123,24 @@ long long hu_proc_wait_ge(const char *name, long long want, int ms)
 	return v;
 }
 
+const char *const hu_fb_names[HU_NFB] = {
+	"none", "disabled", "peer_no_visock", "no_device", "peer_no_device",
+	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
+	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
+	"link_busy", "link_gone",
+};
+
+void hu_fb_snap(long long *v)
+{
+	char name[64];
+	unsigned int i;
+
+	for (i = 1; i < HU_NFB; i++) {
+		snprintf(name, sizeof(name), "fallback_%s", hu_fb_names[i]);
+		v[i] = hu_proc(name);
+	}
+}
+
 void hu_need_rdma(struct vt_ctx *c)
 {
 	const char *why = "";

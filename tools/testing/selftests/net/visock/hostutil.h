@@ -43,6 +43,12 @@ long long hu_proc_wait(const char *name, long long want, int ms);
 /* Wait up to @ms for counter @name to reach @want; returns its value. */
 long long hu_proc_wait_ge(const char *name, long long want, int ms);
 
+/* Fallback reasons by value, as in /proc/net/visock (fallback_<name>). */
+extern const char *const hu_fb_names[];
+#define HU_NFB	18
+/* The fallback counters, v[1..HU_NFB-1] (fails the test if absent). */
+void hu_fb_snap(long long *v);
+
 /* Both halves: skip unless both hosts can run an RDMA data path test. */
 void hu_need_rdma(struct vt_ctx *c);
 /* VISOCK_INFO of @fd (the whole structure). */

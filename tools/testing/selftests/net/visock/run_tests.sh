@@ -42,6 +42,7 @@ LGR_IDLE=$SYSCTL_DIR/lgr_idle_ms
 # on real RoCE.
 TEST_ACK_TIMEOUT=${VISOCK_TEST_ACK_TIMEOUT:-19}
 RAW_HOOK=/sys/kernel/debug/visock/raw_handshake
+FAULT_POINT=/sys/kernel/debug/visock/fault/point
 IPT_TAG=visock-selftest
 KLOG_PATTERN='Oops|WARNING:|BUG:|Call Trace:|Kernel panic|KASAN|UBSAN'
 
@@ -165,7 +166,7 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 	BIN=$SRC_BIN
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
-	visock_lgr visock_stress visock_preload_test visock_ctl \
+	visock_lgr visock_stress visock_fault visock_preload_test visock_ctl \
 	visock_redirect_test; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
@@ -220,6 +221,7 @@ list_prog hs visock_hs
 list_prog dp visock_dp
 list_prog lgr visock_lgr
 list_prog stress visock_stress
+list_prog fault visock_fault
 list_prog ctl visock_ctl
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
@@ -397,7 +399,7 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*|lgr.*|stress.*|ctl.*|\
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|lgr.*|stress.*|fault.*|ctl.*|\
 	redirect.*|apps.*|\
 	preload.*|preload_hs.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
@@ -410,6 +412,7 @@ hs_sweep() {
 	local rule dev
 
 	[ -w "$RAW_HOOK" ] && echo 0 > "$RAW_HOOK" 2>/dev/null
+	[ -w "$FAULT_POINT" ] && echo none > "$FAULT_POINT" 2>/dev/null
 	if command -v iptables >/dev/null 2>&1; then
 		iptables -w 5 -t mangle -S PREROUTING 2>/dev/null |
 			grep -- "--comment $IPT_TAG" | while read -r rule; do
@@ -956,13 +959,14 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp lgr stress ctl stream_hs stream_hslo apps; do
+		for g in hs dp lgr stress fault ctl stream_hs stream_hslo apps; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
 	   ! group_selected lgr && ! group_selected stress &&
+	   ! group_selected fault &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
 	   ! group_selected stream_hslo && ! group_selected redirect_hs &&
 	   ! group_selected preload_hs && ! group_selected apps; then
@@ -985,7 +989,7 @@ hs_pass() {
 	# picked.
 	EXTRA_PICKS=()
 	if group_selected dp || group_selected lgr || group_selected stress ||
-	   group_selected ctl ||
+	   group_selected fault || group_selected ctl ||
 	   group_selected stream_hs || group_selected redirect_hs ||
 	   group_selected preload_hs || group_selected apps; then
 		EXTRA_PICKS=(--pick rdma_ready)
@@ -994,7 +998,8 @@ hs_pass() {
 	case "$ROLE" in
 	client)
 		if group_selected hs || group_selected dp || group_selected lgr ||
-		   group_selected stress || group_selected ctl || group_selected stream_hs ||
+		   group_selected stress || group_selected fault ||
+		   group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
 			run_prog_always hs visock_hs --role client --peer "$PEER" \
@@ -1002,7 +1007,8 @@ hs_pass() {
 		fi ;;
 	server)
 		if group_selected hs || group_selected dp || group_selected lgr ||
-		   group_selected stress || group_selected ctl || group_selected stream_hs ||
+		   group_selected stress || group_selected fault ||
+		   group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
 			run_prog_always hs visock_hs --role server \
@@ -1018,6 +1024,7 @@ hs_pass() {
 		finish_group dp skip "role single: no peer host"
 		finish_group lgr skip "role single: no peer host"
 		finish_group stress skip "role single: no peer host"
+		finish_group fault skip "role single: no peer host"
 		finish_group ctl skip "role single: no peer host"
 		finish_group stream_hs skip "role single: no peer host"
 		finish_group redirect_hs skip "role single: no peer host"
@@ -1034,8 +1041,10 @@ hs_pass() {
 		[ -z "$why" ] && [ "$ROLE" = client ] && alt_ip_add
 		rdma_group lgr visock_lgr
 		alt_ip_del
-		# Random connect/transfer/shutdown/close/abort.
+		# Random connect/transfer/shutdown/close/abort, signal storms.
 		rdma_group stress visock_stress
+		# Fault injection at each fault point of the module.
+		rdma_group fault visock_fault
 		# visockctl against the connections of visock_ctl.
 		if [ -n "$why" ]; then
 			finish_group ctl skip "$why"

@@ -77,41 +77,21 @@
 
 /* ---- host state ---- */
 
-static const char *const fb_names[] = {
-	"none", "disabled", "peer_no_visock", "no_device", "peer_no_device",
-	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
-	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
-	"link_busy", "link_gone",
-};
-
-#define NFB	ARRAY_SIZE(fb_names)
-
-static void fb_snap(long long *v)
-{
-	char name[64];
-	unsigned int i;
-
-	for (i = 1; i < NFB; i++) {
-		snprintf(name, sizeof(name), "fallback_%s", fb_names[i]);
-		v[i] = hu_proc(name);
-	}
-}
-
 /* Print the fallbacks since @v0 by reason; returns their number. */
 static long long fb_report(const char *what, const long long *v0)
 {
-	long long v[NFB], n = 0;
+	long long v[HU_NFB], n = 0;
 	char buf[512] = "";
 	unsigned int i;
 	size_t len = 0;
 
-	fb_snap(v);
-	for (i = 1; i < NFB; i++) {
+	hu_fb_snap(v);
+	for (i = 1; i < HU_NFB; i++) {
 		if (v[i] == v0[i])
 			continue;
 		n += v[i] - v0[i];
 		len += snprintf(buf + len, sizeof(buf) - len, " %s %lld",
-				fb_names[i], v[i] - v0[i]);
+				hu_fb_names[i], v[i] - v0[i]);
 		if (len >= sizeof(buf))
 			break;
 	}
@@ -486,14 +466,14 @@ static void churn_fork(struct vt_ctx *c, int port_or_lfd)
 
 static void churn(struct vt_ctx *c)
 {
-	long long rdma0, created0, qps, mem, fb0[NFB], fb;
+	long long rdma0, created0, qps, mem, fb0[HU_NFB], fb;
 	int lfd = -1, port;
 
 	hu_need_rdma(c);
 	/* As on a busy host: the QPs stay between the cycles. */
 	sysctl_set("lgr_idle_ms", 10000);
 	vt_sync(c, "set");
-	fb_snap(fb0);
+	hu_fb_snap(fb0);
 	rdma0 = hu_proc("connections_rdma");
 	created0 = hu_proc("lgr_qps_created");
 	if (vt_is_client(c)) {
@@ -585,12 +565,12 @@ static void idle_teardown(struct vt_ctx *c)
 
 static void idle_race(struct vt_ctx *c)
 {
-	long long fb0[NFB], created0 = hu_proc("lgr_qps_created");
+	long long fb0[HU_NFB], created0 = hu_proc("lgr_qps_created");
 	int i, fd, rdma = 0, tcp = 0;
 	struct visock_info vi;
 
 	hu_need_rdma(c);
-	fb_snap(fb0);
+	hu_fb_snap(fb0);
 	/* Every QP goes the moment its last connection closes. */
 	sysctl_set("lgr_idle_ms", 0);
 	vt_sync(c, "set");

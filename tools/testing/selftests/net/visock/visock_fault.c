@@ -1,0 +1,894 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock fault campaign: one injected fault per test at a fault point of
+ * the module (/sys/kernel/debug/visock/fault/, see visock_fault.c in the
+ * module), between two hosts with net.visock.enable=1 and an ACTIVE RoCE
+ * port (run_tests.sh runs it in the handshake pass after hs.rdma_ready).
+ *
+ * Test fault.<point>_<side>: the fault is armed on the client or the
+ * server host, once (times=1).  Each connection gets its own QP
+ * (lgr_link_conns=1), so a setup fault hits a new QP only.
+ *
+ *   A   connected before the fault, must stay on RDMA;
+ *   B   the connection the fault hits:
+ *	 setup points: B falls back to TCP, with reason nomem (ENOMEM
+ *	 points) or qp_setup (QP state changes) on the faulting host and
+ *	 peer_decline on the other;
+ *	 data points (post_write, post_ctrl): B is on RDMA, the fault hits
+ *	 its transfer, B fails over to TCP (VISOCK_INFO_F_FAILOVER, state
+ *	 "failed over") on both hosts;
+ *	 close (post_ctrl_close): armed after the server read all the
+ *	 client wrote, so that the cursor message of close() is the one
+ *	 that fails; the server still sees end of stream;
+ *	 accept (child_alloc): the server drops the accepted connection:
+ *	 the client's connect() or its first read fails or sees EOF;
+ *   C   connected after the fault, must be on RDMA.
+ *
+ * Then A, C (and B, unless it was closed or dropped) move 256 KiB each way
+ * with checksums; the faulting host's injected count for the point must
+ * have grown (else the test fails: the fault never fired); after closing,
+ * lgr_connections, qps and registered_bytes of /proc/net/visock return to
+ * 0 on both hosts.  Each faulting half prints
+ * "# fault <point>: injected N, fallbacks M, failovers F" (this host's
+ * fallbacks and failovers during the test).
+ *
+ * Two more tests of teardown under stress:
+ *
+ * signal_storm	SIGUSR1 every millisecond (a helper process) at both
+ *		halves while they connect, accept, send and receive 8
+ *		connections (blocking calls, no SA_RESTART): every
+ *		connection is on RDMA, its data intact; nothing left
+ *		afterwards.
+ * netns_del	client host only: in a new namespace (ip netns add), a
+ *		listener, a loopback connection moving data and one left
+ *		unaccepted; ip netns del while they are open, then the
+ *		process exits: the module's reference count returns to
+ *		what it was and the init namespace's gauges are unchanged.
+ *		Loopback only: the Soft-RoCE device belongs to the init
+ *		namespace, a new namespace has no RDMA path (the handshake
+ *		declines), so no link group is created in it.
+ *
+ * No test checks how long anything takes; every wait is bounded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <linux/visock.h>
+
+#include "ctl.h"
+#include "harness.h"
+#include "hostutil.h"
+#include "ktap.h"
+#include "sockutil.h"
+
+#define KiB		1024ULL
+#define XFER_LEN	(256 * KiB)
+#define ENABLE_PATH	"/proc/sys/net/visock/enable"
+#define SYSCTL_DIR	"/proc/sys/net/visock/"
+#define PROC_PATH	"/proc/net/visock"
+#define DEBUGFS_DIR	"/sys/kernel/debug"
+#define FAULT_DIR	DEBUGFS_DIR "/visock/fault/"
+#define WAIT_MS		30000		/* something the peer owes */
+#define XFER_MS		300000
+
+enum fkind {
+	FK_SETUP,	/* connect/accept/handshake/link setup of B */
+	FK_DATA,	/* B's transfer */
+	FK_CLOSE,	/* B's close() after a write (client side) */
+	FK_ACCEPT,	/* the server's accept of B */
+};
+
+struct fcase {
+	const char *name;	/* test name */
+	const char *point;	/* fault point */
+	bool server;		/* armed on the server host */
+	enum fkind kind;
+	unsigned int reason;	/* FK_SETUP: reason on the faulting host */
+};
+
+#define NOMEM	VISOCK_FB_NOMEM
+#define QPSET	VISOCK_FB_QP_SETUP
+
+static const struct fcase fcases[] = {
+	{ "child_alloc_server", "child_alloc", true, FK_ACCEPT, 0 },
+	{ "link_alloc_client", "link_alloc", false, FK_SETUP, NOMEM },
+	{ "link_alloc_server", "link_alloc", true, FK_SETUP, NOMEM },
+	{ "qp_alloc_client", "qp_alloc", false, FK_SETUP, NOMEM },
+	{ "qp_alloc_server", "qp_alloc", true, FK_SETUP, NOMEM },
+	{ "pd_alloc_client", "pd_alloc", false, FK_SETUP, NOMEM },
+	{ "pd_alloc_server", "pd_alloc", true, FK_SETUP, NOMEM },
+	{ "cq_create_client", "cq_create", false, FK_SETUP, NOMEM },
+	{ "cq_create_server", "cq_create", true, FK_SETUP, NOMEM },
+	{ "qp_create_client", "qp_create", false, FK_SETUP, NOMEM },
+	{ "qp_create_server", "qp_create", true, FK_SETUP, NOMEM },
+	{ "qp_init_client", "qp_init", false, FK_SETUP, QPSET },
+	{ "qp_init_server", "qp_init", true, FK_SETUP, QPSET },
+	{ "ctrl_alloc_client", "ctrl_alloc", false, FK_SETUP, NOMEM },
+	{ "ctrl_alloc_server", "ctrl_alloc", true, FK_SETUP, NOMEM },
+	{ "post_recv_client", "post_recv", false, FK_SETUP, NOMEM },
+	{ "post_recv_server", "post_recv", true, FK_SETUP, NOMEM },
+	{ "rbuf_alloc_client", "rbuf_alloc", false, FK_SETUP, NOMEM },
+	{ "rbuf_alloc_server", "rbuf_alloc", true, FK_SETUP, NOMEM },
+	{ "rbuf_map_client", "rbuf_map", false, FK_SETUP, NOMEM },
+	{ "rbuf_map_server", "rbuf_map", true, FK_SETUP, NOMEM },
+	{ "mr_alloc_client", "mr_alloc", false, FK_SETUP, NOMEM },
+	{ "mr_alloc_server", "mr_alloc", true, FK_SETUP, NOMEM },
+	{ "qp_rtr_client", "qp_rtr", false, FK_SETUP, QPSET },
+	{ "qp_rtr_server", "qp_rtr", true, FK_SETUP, QPSET },
+	{ "qp_rts_client", "qp_rts", false, FK_SETUP, QPSET },
+	{ "qp_rts_server", "qp_rts", true, FK_SETUP, QPSET },
+	{ "post_reg_client", "post_reg", false, FK_SETUP, NOMEM },
+	{ "post_reg_server", "post_reg", true, FK_SETUP, NOMEM },
+	{ "dp_alloc_client", "dp_alloc", false, FK_SETUP, NOMEM },
+	{ "dp_alloc_server", "dp_alloc", true, FK_SETUP, NOMEM },
+	{ "post_write_client", "post_write", false, FK_DATA, 0 },
+	{ "post_write_server", "post_write", true, FK_DATA, 0 },
+	{ "post_ctrl_client", "post_ctrl", false, FK_DATA, 0 },
+	{ "post_ctrl_server", "post_ctrl", true, FK_DATA, 0 },
+	{ "post_ctrl_close", "post_ctrl", false, FK_CLOSE, 0 },
+};
+
+#define NCASES	ARRAY_SIZE(fcases)
+
+/* ---- host state ---- */
+
+/* Write @val to @path; 0 or -1 with errno. */
+static int write_str(const char *path, const char *val)
+{
+	int fd, len = strlen(val), ret = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, val, len) != len)
+		ret = -1;
+	close(fd);
+	return ret;
+}
+
+static const char *fb_name(unsigned int r)
+{
+	return r < HU_NFB ? hu_fb_names[r] : "?";
+}
+
+/* Fallbacks since @v0; their reasons into @buf. */
+static long long fb_since(const long long *v0, char *buf, size_t size)
+{
+	long long v[HU_NFB], n = 0;
+	unsigned int i;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	hu_fb_snap(v);
+	for (i = 1; i < HU_NFB; i++) {
+		if (v[i] == v0[i])
+			continue;
+		n += v[i] - v0[i];
+		if (len < size)
+			len += snprintf(buf + len, size - len, " %s %lld",
+					hu_fb_names[i], v[i] - v0[i]);
+	}
+	return n;
+}
+
+/* ---- sysctls, restored after every test half ---- */
+
+static const char *const saved_names[] = {
+	"lgr_max_links", "lgr_link_conns", "lgr_idle_ms",
+};
+
+#define NSAVED	ARRAY_SIZE(saved_names)
+
+static long long saved_vals[NSAVED] = { -1, -1, -1 };
+
+static void save_sysctls(void)
+{
+	char path[128];
+	unsigned int i;
+
+	for (i = 0; i < NSAVED; i++) {
+		snprintf(path, sizeof(path), SYSCTL_DIR "%s", saved_names[i]);
+		saved_vals[i] = hu_read_ll(path);
+	}
+}
+
+static void sysctl_set(const char *name, long long val)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), SYSCTL_DIR "%s", name);
+	hu_set_ll(path, val);
+}
+
+/* Cleanup hook (runner process): disarm, restore the sysctls. */
+static void cleanup(const struct vt_ctx *c)
+{
+	char path[128], buf[32];
+	unsigned int i;
+
+	(void)c;
+	write_str(FAULT_DIR "point", "none\n");
+	write_str(FAULT_DIR "times", "0\n");
+	write_str(FAULT_DIR "skip", "0\n");
+	for (i = 0; i < NSAVED; i++) {
+		if (saved_vals[i] < 0)
+			continue;
+		snprintf(path, sizeof(path), SYSCTL_DIR "%s", saved_names[i]);
+		snprintf(buf, sizeof(buf), "%lld\n", saved_vals[i]);
+		if (write_str(path, buf))
+			fprintf(stderr, "# restoring %s failed\n", path);
+	}
+}
+
+/* ---- fault control ---- */
+
+static bool fault_present(void)
+{
+	if (access(FAULT_DIR "point", W_OK))
+		mount("debugfs", DEBUGFS_DIR, "debugfs", 0, NULL);
+	return !access(FAULT_DIR "point", W_OK);
+}
+
+/* Faults injected at @point since the module was loaded. */
+static long long fault_injected(const char *point)
+{
+	char line[128], name[64];
+	long long val = -1, v;
+	FILE *f;
+
+	f = fopen(FAULT_DIR "injected", "re");
+	vt_assert(f, "%s: %s", FAULT_DIR "injected", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %lld", name, &v) == 2 &&
+		    !strcmp(name, point)) {
+			val = v;
+			break;
+		}
+	}
+	fclose(f);
+	vt_assert(val >= 0, "no fault point %s in %s", point,
+		  FAULT_DIR "injected");
+	return val;
+}
+
+static void fault_arm(const char *point, int times)
+{
+	char buf[64];
+
+	hu_set_ll(FAULT_DIR "skip", 0);
+	hu_set_ll(FAULT_DIR "times", times);
+	snprintf(buf, sizeof(buf), "%s\n", point);
+	vt_assert(!write_str(FAULT_DIR "point", buf), "arming %s: %s",
+		  point, strerror(errno));
+}
+
+static void fault_disarm(void)
+{
+	vt_assert(!write_str(FAULT_DIR "point", "none\n"), "disarming: %s",
+		  strerror(errno));
+	hu_set_ll(FAULT_DIR "times", 0);
+}
+
+/* ---- connections ---- */
+
+static void need_rdma(struct vt_ctx *c)
+{
+	const char *why = "";
+
+	if (c->family != VT_FAMILY_VISOCK)
+		why = "family inet: needs AF_VISOCK";
+	else if (c->loopback)
+		why = "both halves on one host: loopback connections do not use RDMA";
+	else if (hu_read_ll(ENABLE_PATH) < 0)
+		why = "visock is not loaded";
+	else if (hu_read_ll(ENABLE_PATH) != 1)
+		why = "net.visock.enable is not 1";
+	else if (hu_proc("rdma_devices") < 1)
+		why = "no RDMA device";
+	else if (!fault_present())
+		why = "no " FAULT_DIR " (debugfs fault points)";
+	vt_agree(c, !*why, why);
+}
+
+static void get_info(int fd, struct visock_info *vi)
+{
+	socklen_t len = sizeof(*vi);
+
+	memset(vi, 0, sizeof(*vi));
+	vt_try(getsockopt(fd, SOL_VISOCK, VISOCK_INFO, vi, &len),
+	       "getsockopt(VISOCK_INFO)");
+}
+
+/* Wait for the handshake of @fd to end; its info into @vi. */
+static void settled_info(int fd, struct visock_info *vi)
+{
+	long long end = ctl_now_ms() + (long long)WAIT_MS * vt_time_scale;
+
+	for (;;) {
+		get_info(fd, vi);
+		if (vi->vi_mode != VISOCK_MODE_INIT &&
+		    vi->vi_mode != VISOCK_MODE_HANDSHAKE)
+			return;
+		vt_assert(ctl_now_ms() < end, "handshake still running (mode %u)",
+			  vi->vi_mode);
+		usleep(20 * 1000);
+	}
+}
+
+static void expect_rdma(int fd, const char *what)
+{
+	struct visock_info vi;
+
+	settled_info(fd, &vi);
+	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA &&
+		  !(vi.vi_flags & VISOCK_INFO_F_FAILOVER),
+		  "%s: mode %u, fallback reason %s, flags %#x: expected RDMA",
+		  what, vi.vi_mode, fb_name(vi.vi_fallback_reason),
+		  vi.vi_flags);
+}
+
+/* One connection: client connects, server accepts from @lfd. */
+static int pair(struct vt_ctx *c, int port, int lfd)
+{
+	return vt_is_client(c) ? su_connect(c, VT_FAMILY_VISOCK, false, port) :
+				 su_accept(lfd, SOCK_CLOEXEC);
+}
+
+static const struct fcase *find_case(const struct vt_ctx *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < NCASES; i++)
+		if (!strcmp(c->test->name, fcases[i].name))
+			return &fcases[i];
+	vt_fail("no fault case %s", c->test->name);
+}
+
+/* Client, child_alloc: B's connect() or first read must fail or see EOF. */
+static void dropped_connect(struct vt_ctx *c, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = su_peer_addr(c, false, port, &ss);
+	int fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+	char b;
+	ssize_t r;
+
+	if (connect(fd, (struct sockaddr *)&ss, len)) {
+		vt_diag("dropped connection: connect: %s", vt_errname(errno));
+		close(fd);
+		return;
+	}
+	vt_assert(su_poll(fd, POLLIN, WAIT_MS * vt_time_scale) &
+		  (POLLIN | POLLHUP | POLLERR),
+		  "dropped connection: no EOF or error after %d ms", WAIT_MS);
+	r = read(fd, &b, 1);
+	vt_assert(r <= 0, "dropped connection: read %zd byte(s)", r);
+	vt_diag("dropped connection: connect ok, then read %zd (%s)", r,
+		r < 0 ? vt_errname(errno) : "EOF");
+	close(fd);
+}
+
+/* Read and check a whole stream of @len payload bytes, not the EOF. */
+static void read_stream(int fd, uint64_t len)
+{
+	size_t total = pl_total(len);
+	uint8_t *buf = malloc(total);
+	struct pl_rx rx;
+
+	vt_assert(buf, "out of memory");
+	su_read_all(fd, buf, total);
+	pl_rx_init(&rx, len);
+	pl_check(&rx, buf, total);
+	vt_assert(pl_rx_done(&rx), "stream incomplete");
+	free(buf);
+}
+
+static void fault_case(struct vt_ctx *c)
+{
+	const struct fcase *fc = find_case(c);
+	bool mine = fc->server != vt_is_client(c);
+	long long inj0 = 0, inj = 0, fo0, fo, fb0[HU_NFB], nfb;
+	int fds[3] = { -1, -1, -1 }, nx = 0, lfd = -1, port = 0, a, b, cc;
+	struct visock_info vi;
+	char why[256];
+
+	need_rdma(c);
+	sysctl_set("lgr_link_conns", 1);
+	sysctl_set("lgr_max_links", 8);
+	sysctl_set("lgr_idle_ms", 0);
+	vt_assert(hu_proc_wait("qps", 0, WAIT_MS) == 0,
+		  "%lld QPs left from before", hu_proc("qps"));
+	hu_fb_snap(fb0);
+	fo0 = hu_proc("rdma_failovers");
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+
+	/* A: up before the fault. */
+	a = pair(c, port, lfd);
+	expect_rdma(a, "A (before the fault)");
+	vt_sync(c, "A up");
+
+	/* B: the fault. */
+	b = -1;
+	if (fc->kind != FK_SETUP && fc->kind != FK_ACCEPT) {
+		b = pair(c, port, lfd);
+		expect_rdma(b, "B (before its fault)");
+	}
+	if (mine && fc->kind != FK_CLOSE) {
+		inj0 = fault_injected(fc->point);
+		fault_arm(fc->point, 1);
+	}
+	vt_sync(c, "armed");
+	switch (fc->kind) {
+	case FK_ACCEPT:
+		if (vt_is_client(c))
+			dropped_connect(c, port);
+		break;
+	case FK_SETUP:
+		b = pair(c, port, lfd);
+		settled_info(b, &vi);
+		break;
+	case FK_DATA:
+		su_xfer(&b, 1, XFER_LEN, XFER_MS);
+		break;
+	case FK_CLOSE:
+		/*
+		 * Armed once the server has read everything: the client
+		 * receives nothing and so owes no credits, its next cursor
+		 * message is the one of close().
+		 */
+		if (vt_is_client(c)) {
+			pl_send(b, XFER_LEN);
+			vt_sync(c, "all read");
+			inj0 = fault_injected(fc->point);
+			fault_arm(fc->point, 1);
+			close(b);
+		} else {
+			read_stream(b, XFER_LEN);
+			vt_sync(c, "all read");
+			su_expect_eof(b);
+			close(b);
+		}
+		b = -1;
+		break;
+	}
+	vt_sync(c, "B done");
+	if (mine) {
+		fault_disarm();
+		inj = fault_injected(fc->point) - inj0;
+	}
+
+	/* What happened to B. */
+	if (fc->kind == FK_SETUP) {
+		unsigned int want = mine ? fc->reason : VISOCK_FB_PEER_DECLINE;
+
+		vt_assert(vi.vi_mode == VISOCK_MODE_TCP,
+			  "B: mode %u after a fault at %s, expected TCP",
+			  vi.vi_mode, fc->point);
+		vt_assert(vi.vi_fallback_reason == want,
+			  "B: fallback reason %s, expected %s",
+			  fb_name(vi.vi_fallback_reason), fb_name(want));
+		vt_diag("B: TCP, fallback reason %s",
+			fb_name(vi.vi_fallback_reason));
+	} else if (fc->kind == FK_DATA) {
+		get_info(b, &vi);
+		vt_diag("B: mode %u, flags %#x, rdma_state %u", vi.vi_mode,
+			vi.vi_flags, vi.vi_rdma_state);
+		vt_assert((vi.vi_flags & VISOCK_INFO_F_FAILOVER) &&
+			  vi.vi_rdma_state == 4,
+			  "B: flags %#x, rdma_state %u: expected a failover to TCP",
+			  vi.vi_flags, vi.vi_rdma_state);
+	}
+
+	/* C: after the fault. */
+	cc = pair(c, port, lfd);
+	expect_rdma(cc, "C (after the fault)");
+	expect_rdma(a, "A (after the fault)");
+	vt_sync(c, "C up");
+
+	fds[nx++] = a;
+	fds[nx++] = cc;
+	if (fc->kind == FK_SETUP)
+		fds[nx++] = b;
+	su_xfer(fds, nx, XFER_LEN, XFER_MS);
+	expect_rdma(a, "A (after its transfer)");
+	expect_rdma(cc, "C (after its transfer)");
+	vt_sync(c, "transferred");
+	for (a = 0; a < nx; a++)
+		close(fds[a]);
+	if (fc->kind == FK_DATA)
+		close(b);
+	if (lfd >= 0)
+		close(lfd);
+
+	nfb = fb_since(fb0, why, sizeof(why));
+	fo = hu_proc("rdma_failovers") - fo0;
+	if (mine)
+		vt_diag("fault %s: injected %lld, fallbacks %lld, failovers %lld (%s host;%s)",
+			fc->point, inj, nfb, fo, vt_is_client(c) ? "client" :
+			"server", nfb ? why : " no fallback");
+	else
+		vt_diag("peer of the fault: fallbacks %lld, failovers %lld%s",
+			nfb, fo, why);
+	if (mine)
+		vt_assert(inj >= 1, "the fault at %s never fired", fc->point);
+
+	vt_assert(hu_proc_wait("lgr_connections", 0, WAIT_MS) == 0,
+		  "lgr_connections %lld after close",
+		  hu_proc("lgr_connections"));
+	vt_assert(hu_proc_wait("qps", 0, WAIT_MS + 30000) == 0, "%lld QPs left",
+		  hu_proc("qps"));
+	vt_assert(hu_proc_wait("registered_bytes", 0, WAIT_MS) == 0,
+		  "%lld bytes still registered", hu_proc("registered_bytes"));
+	vt_sync(c, "clean");
+}
+
+/* ---- signal_storm ---- */
+
+#define NSTORM	8
+#define STORM_LEN	(512 * KiB)
+
+static sig_atomic_t storm_sigs;	/* read after the storm stopped */
+static int storm_eintr;		/* connect()/accept() interrupted */
+
+static void storm_handler(int sig)
+{
+	(void)sig;
+	storm_sigs++;
+}
+
+/* A process that sends SIGUSR1 to @pid every millisecond until killed. */
+static pid_t storm_start(pid_t pid)
+{
+	struct sigaction sa = { .sa_handler = storm_handler };
+	pid_t kid;
+
+	sigemptyset(&sa.sa_mask);
+	vt_try(sigaction(SIGUSR1, &sa, NULL), "sigaction");
+	kid = vt_try(fork(), "fork");
+	if (!kid) {
+		for (;;) {
+			if (kill(pid, SIGUSR1))
+				_exit(0);
+			usleep(1000);
+		}
+	}
+	return kid;
+}
+
+static void storm_stop(pid_t kid)
+{
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	signal(SIGUSR1, SIG_IGN);
+}
+
+/* Blocking connect that survives EINTR: the attempt goes on. */
+static int storm_connect(struct vt_ctx *c, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = su_peer_addr(c, false, port, &ss), elen;
+	int fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC), err;
+	long long end = ctl_now_ms() + (long long)WAIT_MS * vt_time_scale;
+
+	if (!connect(fd, (struct sockaddr *)&ss, len))
+		return fd;
+	vt_assert(errno == EINTR, "connect: %s", vt_errname(errno));
+	storm_eintr++;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+		vt_assert(ctl_now_ms() < end, "connect not done after %d ms",
+			  WAIT_MS);
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		elen = sizeof(err);
+		vt_try(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen),
+		       "getsockopt(SO_ERROR)");
+		vt_assert(!err, "interrupted connect: %s", vt_errname(err));
+		return fd;
+	}
+}
+
+static int storm_accept(int lfd)
+{
+	long long end = ctl_now_ms() + (long long)WAIT_MS * vt_time_scale;
+	int fd;
+
+	for (;;) {
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+		vt_assert(errno == EINTR, "accept: %s", vt_errname(errno));
+		storm_eintr++;
+		vt_assert(ctl_now_ms() < end, "accept not done after %d ms",
+			  WAIT_MS);
+	}
+}
+
+static void signal_storm(struct vt_ctx *c)
+{
+	int fds[NSTORM], i, lfd = -1, port = 0;
+	long long fb0[HU_NFB], nfb;
+	char why[256];
+	pid_t kid;
+
+	need_rdma(c);
+	vt_assert(hu_proc_wait("qps", 0, WAIT_MS) == 0,
+		  "%lld QPs left from before", hu_proc("qps"));
+	hu_fb_snap(fb0);
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, NSTORM + 4,
+				SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+	vt_sync(c, "storm");
+	storm_sigs = 0;
+	storm_eintr = 0;
+	kid = storm_start(getpid());
+	for (i = 0; i < NSTORM; i++)
+		fds[i] = vt_is_client(c) ? storm_connect(c, port) :
+					   storm_accept(lfd);
+	/*
+	 * Blocking writes and reads (retried after EINTR by the helpers),
+	 * one connection after the other, client to server, then back.
+	 */
+	for (i = 0; i < NSTORM; i++) {
+		if (vt_is_client(c)) {
+			pl_send(fds[i], STORM_LEN);
+			vt_try(shutdown(fds[i], SHUT_WR), "shutdown");
+		} else {
+			pl_recv(fds[i], STORM_LEN);
+		}
+	}
+	for (i = 0; i < NSTORM; i++) {
+		if (vt_is_client(c)) {
+			pl_recv(fds[i], STORM_LEN);
+		} else {
+			pl_send(fds[i], STORM_LEN);
+			vt_try(shutdown(fds[i], SHUT_WR), "shutdown");
+		}
+	}
+	storm_stop(kid);
+	vt_diag("%d signals during %d connects/accepts and transfers",
+		(int)storm_sigs, NSTORM);
+	vt_diag("%d connect/accept calls interrupted", storm_eintr);
+	vt_assert(storm_sigs > 0, "no signal arrived");
+	for (i = 0; i < NSTORM; i++)
+		expect_rdma(fds[i], "connection under signals");
+	vt_sync(c, "transferred");
+	for (i = 0; i < NSTORM; i++)
+		close(fds[i]);
+	if (lfd >= 0)
+		close(lfd);
+	nfb = fb_since(fb0, why, sizeof(why));
+	vt_assert(!nfb, "%lld fallbacks:%s", nfb, why);
+	vt_assert(hu_proc_wait("lgr_connections", 0, WAIT_MS) == 0,
+		  "lgr_connections %lld after close",
+		  hu_proc("lgr_connections"));
+	vt_assert(hu_proc_wait("qps", 0, WAIT_MS + 30000) == 0, "%lld QPs left",
+		  hu_proc("qps"));
+	vt_assert(hu_proc_wait("registered_bytes", 0, WAIT_MS) == 0,
+		  "%lld bytes still registered", hu_proc("registered_bytes"));
+	vt_sync(c, "clean");
+}
+
+/* ---- netns_del ---- */
+
+#define NS_NAME		"visock_fault_ns"
+#define NS_PATH		"/var/run/netns/" NS_NAME
+#define MODREF_PATH	"/sys/module/visock/refcnt"
+
+static int run_cmd(const char *cmd)
+{
+	int st = system(cmd);
+
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * Child: enter the namespace, bring up lo, enable visock, make a
+ * loopback connection (data both ways) and one left in the accept
+ * queue, tell the parent (@wfd) and wait until it deleted the name
+ * (@rfd), move more data, exit with everything open.
+ */
+static void netns_child(int wfd, int rfd)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct ifreq ifr = { .ifr_name = "lo" };
+	int nsfd, s, lfd, cfd, afd, pend;
+	socklen_t len = sizeof(sin);
+	char ch = 0, buf[4096];
+	ssize_t n;
+	int i;
+
+	nsfd = open(NS_PATH, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0 || setns(nsfd, CLONE_NEWNET))
+		_exit(10);
+	close(nsfd);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr))
+		_exit(11);
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr))
+		_exit(12);
+	close(s);
+	if (write_str(ENABLE_PATH, "1\n"))
+		_exit(13);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	lfd = socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(lfd, 4) || getsockname(lfd, (struct sockaddr *)&sin, &len))
+		_exit(14);
+	cfd = socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cfd < 0 || connect(cfd, (struct sockaddr *)&sin, sizeof(sin)))
+		_exit(15);
+	afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (afd < 0)
+		_exit(16);
+	pend = socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (pend < 0 || connect(pend, (struct sockaddr *)&sin, sizeof(sin)))
+		_exit(17);
+	memset(buf, 0x5a, sizeof(buf));
+	for (i = 0; i < 2; i++) {
+		if (write(cfd, buf, sizeof(buf)) != sizeof(buf))
+			_exit(18);
+		for (n = 0; n < (ssize_t)sizeof(buf);) {
+			ssize_t r = read(afd, buf, sizeof(buf) - n);
+
+			if (r <= 0)
+				_exit(19);
+			n += r;
+		}
+		if (!i) {
+			unsigned int r = 255;
+			socklen_t rl = sizeof(r);
+
+			/* Tell the parent the connection's fallback reason. */
+			getsockopt(cfd, SOL_VISOCK, VISOCK_FALLBACK_REASON, &r,
+				   &rl);
+			ch = (char)r;
+			/* Wait for the namespace's name to go. */
+			if (write(wfd, &ch, 1) != 1 || read(rfd, &ch, 1) != 1)
+				_exit(20);
+		}
+	}
+	/* Exit with the listener, both ends and the queued one open. */
+	_exit(0);
+}
+
+static void netns_del(struct vt_ctx *c)
+{
+	long long ref0, ref, sockets0, sockets;
+	int up[2], down[2], st, rc;
+	char ch;
+	pid_t kid;
+
+	if (c->family != VT_FAMILY_VISOCK)
+		vt_skip("family inet: needs AF_VISOCK");
+	if (!vt_is_client(c)) {
+		vt_sync(c, "netns done");
+		return;
+	}
+	if (run_cmd("ip netns del " NS_NAME " 2>/dev/null; ip netns add " NS_NAME))
+		vt_skip("ip netns add failed (no iproute2?)");
+	ref0 = hu_read_ll(MODREF_PATH);
+	sockets0 = hu_proc("sockets");
+	vt_try(pipe(up), "pipe");
+	vt_try(pipe(down), "pipe");
+	kid = vt_try(fork(), "fork");
+	if (!kid)
+		netns_child(up[1], down[0]);
+	rc = read(up[0], &ch, 1);
+	if (rc != 1) {
+		waitpid(kid, &st, 0);
+		run_cmd("ip netns del " NS_NAME " 2>/dev/null");
+		vt_fail("child in the namespace failed (exit %d)",
+			WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	vt_diag("module refcnt %lld before, %lld with 4 sockets in the namespace",
+		ref0, hu_read_ll(MODREF_PATH));
+	vt_diag("the loopback connection's fallback reason: %s",
+		fb_name((unsigned char)ch));
+	vt_assert(ref0 >= 0, "cannot read " MODREF_PATH);
+	vt_assert(!run_cmd("ip netns del " NS_NAME), "ip netns del failed");
+	vt_assert(write(down[1], &ch, 1) == 1, "pipe: %s", strerror(errno));
+	vt_try(waitpid(kid, &st, 0), "waitpid");
+	vt_assert(WIFEXITED(st) && !WEXITSTATUS(st),
+		  "child in the namespace: status %#x", st);
+	/* The namespace is cleaned up asynchronously. */
+	{
+		long long end = ctl_now_ms() + 60000LL * vt_time_scale;
+
+		while ((ref = hu_read_ll(MODREF_PATH)) != ref0 && ctl_now_ms() < end)
+			usleep(100 * 1000);
+	}
+	sockets = hu_proc("sockets");
+	vt_diag("module refcnt %lld after the namespace went; init netns sockets %lld -> %lld",
+		ref, sockets0, sockets);
+	vt_assert(ref == ref0, "module refcnt %lld, was %lld: a leaked reference",
+		  ref, ref0);
+	vt_assert(sockets == sockets0, "init netns sockets %lld, was %lld",
+		  sockets, sockets0);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	vt_sync(c, "netns done");
+}
+
+#define T(n, d)	{ n, fault_case, fault_case, 180, d }
+
+static const struct vt_test tests[] = {
+	T("child_alloc_server", "server drops an accepted connection"),
+	T("link_alloc_client", "client: link struct allocation fails"),
+	T("link_alloc_server", "server: link struct allocation fails"),
+	T("qp_alloc_client", "client: link group QP allocation fails"),
+	T("qp_alloc_server", "server: link group QP allocation fails"),
+	T("pd_alloc_client", "client: ib_alloc_pd fails"),
+	T("pd_alloc_server", "server: ib_alloc_pd fails"),
+	T("cq_create_client", "client: ib_alloc_cq fails"),
+	T("cq_create_server", "server: ib_alloc_cq fails"),
+	T("qp_create_client", "client: ib_create_qp fails"),
+	T("qp_create_server", "server: ib_create_qp fails"),
+	T("qp_init_client", "client: QP to INIT fails"),
+	T("qp_init_server", "server: QP to INIT fails"),
+	T("ctrl_alloc_client", "client: cursor slots allocation fails"),
+	T("ctrl_alloc_server", "server: cursor slots allocation fails"),
+	T("post_recv_client", "client: ib_post_recv fails in setup"),
+	T("post_recv_server", "server: ib_post_recv fails in setup"),
+	T("rbuf_alloc_client", "client: ring memory allocation fails"),
+	T("rbuf_alloc_server", "server: ring memory allocation fails"),
+	T("rbuf_map_client", "client: ring DMA mapping fails"),
+	T("rbuf_map_server", "server: ring DMA mapping fails"),
+	T("mr_alloc_client", "client: ib_alloc_mr fails"),
+	T("mr_alloc_server", "server: ib_alloc_mr fails"),
+	T("qp_rtr_client", "client: QP to RTR fails"),
+	T("qp_rtr_server", "server: QP to RTR fails"),
+	T("qp_rts_client", "client: QP to RTS fails"),
+	T("qp_rts_server", "server: QP to RTS fails"),
+	T("post_reg_client", "client: posting the ring registration fails"),
+	T("post_reg_server", "server: posting the ring registration fails"),
+	T("dp_alloc_client", "client: data path state allocation fails"),
+	T("dp_alloc_server", "server: data path state allocation fails"),
+	T("post_write_client", "client: an RDMA WRITE post fails: failover"),
+	T("post_write_server", "server: an RDMA WRITE post fails: failover"),
+	T("post_ctrl_client", "client: a cursor message post fails: failover"),
+	T("post_ctrl_server", "server: a cursor message post fails: failover"),
+	T("post_ctrl_close", "client: the cursor message of close() fails"),
+	{ "signal_storm", signal_storm, signal_storm, 300,
+	  "SIGUSR1 every ms at blocking connect/accept/send/recv" },
+	{ "netns_del", netns_del, netns_del, 180,
+	  "ip netns del with visock sockets open, then exit: no leak" },
+};
+
+int main(int argc, char **argv)
+{
+	save_sysctls();
+	vt_set_cleanup(cleanup);
+	return vt_main(argc, argv, "visock_fault", tests, ARRAY_SIZE(tests));
+}
