@@ -632,6 +632,16 @@ static int visock_bind(struct socket *sock, struct sockaddr *addr, int len)
 	return kernel_bind(vsk->tcp, addr, len);
 }
 
+/*
+ * A reset that reached TCP after the peer's FIN (CLOSE_WAIT) is EPIPE
+ * there; during the handshake it is the peer resetting the connection
+ * being set up, which connect() reports as ECONNRESET.
+ */
+static int visock_connect_err(int err)
+{
+	return err == -EPIPE ? -ECONNRESET : err;
+}
+
 static int visock_connect(struct socket *sock, struct sockaddr *addr,
 			  int len, int flags)
 {
@@ -690,7 +700,7 @@ static int visock_connect(struct socket *sock, struct sockaddr *addr,
 		 */
 		timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
 		visock_wait_settled(vsk, timeo);
-		return sock_error(sk) ? : err;
+		return visock_connect_err(sock_error(sk) ? : err);
 	}
 	if (!err && !test_bit(VISOCK_F_SETTLED, &vsk->flags)) {
 		/* Like TCP's connect(): wait for the whole setup. */
@@ -701,7 +711,7 @@ static int visock_connect(struct socket *sock, struct sockaddr *addr,
 	}
 	if (!err)
 		err = sock_error(sk);
-	return err;
+	return visock_connect_err(err);
 }
 
 static int visock_release(struct socket *sock)
