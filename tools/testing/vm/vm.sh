@@ -20,6 +20,8 @@
 #   VISOCK_VM_PORT_BASE first UDP port (default 27700)
 #   VISOCK_VM_ACCEL     QEMU accelerator (default tcg)
 #   VISOCK_VM_CPU       QEMU CPU model (default max)
+#   VISOCK_VM_QEMU      QEMU binary (default qemu-system-x86_64, >= 8.1:
+#                       "prepare" installs it from bookworm-backports)
 #   VISOCK_VM_MEM       guest RAM in MiB (default 1024, 2048 on 6.12-debug)
 #   VISOCK_VM_APPEND    more kernel command line (e.g. kmemleak=on)
 #
@@ -39,6 +41,7 @@ port_base=${VISOCK_VM_PORT_BASE:-27700}
 accel=${VISOCK_VM_ACCEL:-tcg}
 mem=${VISOCK_VM_MEM:-}
 cpu=${VISOCK_VM_CPU:-max}
+qemu=${VISOCK_VM_QEMU:-qemu-system-x86_64}
 debug_kernel=$repo/tools/testing/debug-kernel.sh
 
 # Kernel series we know about.  The position in this list selects the UDP
@@ -51,8 +54,9 @@ debug_series=" 6.12-debug "
 # Series shipped by bookworm-backports rather than bookworm itself.
 backports_series=" 6.12 "
 
-# Userspace the guests use (they run the host's binaries).
-base_pkgs=(qemu-system-x86 busybox-static kmod xz-utils zstd cpio iproute2
+# Userspace the guests use (they run the host's binaries).  QEMU itself is
+# installed from bookworm-backports (see qemu_too_old()).
+base_pkgs=(busybox-static kmod xz-utils zstd cpio iproute2
 	procps iputils-ping socat rdma-core ibverbs-utils ibverbs-providers librdmacm1 perftest iperf3 sockperf
 	iptables nginx-light curl wrk redis-server redis-tools)
 
@@ -215,6 +219,19 @@ stop_services() {
 	done
 }
 
+# QEMU older than 8.1 (bookworm's 7.2) lacks the TCG fixes of 8.1
+# ("accel/tcg: Always lock pages before translation" and the ones around
+# it): with 7.2, 6.12 guests died now and then of a double fault with
+# impossible RFLAGS in the slab allocator under heavy network load (see
+# README.md, "Caveats").  Returns 0 if $qemu is missing or older.
+qemu_too_old() {
+	local v
+	v=$("$qemu" --version 2>/dev/null | sed -nE '1s/.*version ([0-9]+)\.([0-9]+).*/\1 \2/p')
+	[ -n "$v" ] || return 0
+	set -- $v
+	[ "$1" -lt 8 ] || { [ "$1" = 8 ] && [ "$2" -lt 1 ]; }
+}
+
 ensure_backports_source() {
 	if grep -rqs '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
 		return 1
@@ -244,6 +261,10 @@ cmd_prepare() {
 		grep -Eq "\|[[:space:]]*${series//./\\.}\." <<<"$(apt-cache madison linux-image-amd64 2>/dev/null)" ||
 			need_update=1
 	done
+	if [ -z "${VISOCK_VM_QEMU:-}" ] && qemu_too_old &&
+	   ensure_backports_source; then
+		need_update=1
+	fi
 	if [ "$need_update" = 1 ] || [ -n "$(pkg_missing "${base_pkgs[@]}")" ]; then
 		info "apt-get update"
 		as_root apt-get update -qq
@@ -251,6 +272,10 @@ cmd_prepare() {
 
 	# shellcheck disable=SC2046
 	apt_install $(pkg_missing "${base_pkgs[@]}")
+	if [ -z "${VISOCK_VM_QEMU:-}" ] && qemu_too_old; then
+		apt_install -t bookworm-backports qemu-system-x86
+		! qemu_too_old || die "QEMU >= 8.1 is needed ($qemu --version)"
+	fi
 	stop_services
 	for series in "${list[@]}"; do
 		if [[ $debug_series == *" $series "* ]]; then
@@ -372,6 +397,9 @@ launch() {
 	else
 		my_port=$port_b peer_port=$port_a mac=52:54:00:77:00:0b
 	fi
+	if qemu_too_old; then
+		info "warning: $("$qemu" --version 2>/dev/null | head -1 || echo "$qemu: missing") is older than 8.1 (run: vm.sh prepare)"
+	fi
 	if port_busy "$my_port"; then
 		die "UDP port $my_port is in use (another test bed? set VISOCK_VM_INSTANCE)"
 	fi
@@ -386,7 +414,7 @@ launch() {
 		extra=(-chardev "socket,id=shell,path=$state/$host.shell.sock,server=on,wait=off"
 			-serial chardev:shell)
 	fi
-	qemu-system-x86_64 \
+	"$qemu" \
 		-name "$(vm_name "$host")" \
 		-accel "$accel" -cpu "$cpu" -smp 1 -m "${mem:-$(vm_mem "$kver")}" \
 		-nodefaults -no-user-config -display none -monitor none -no-reboot \

@@ -1118,6 +1118,19 @@ unload_retry() {
 	mod_unload
 }
 
+# What still holds the module: its reference count, the counters and
+# whatever sockets, QPs and processes are left.
+unload_diag() {
+	diag "refcnt $(cat /sys/module/$MOD/refcnt 2>/dev/null)"
+	diag "$(grep -E '^(sockets|lgr_|qps|links)' /proc/net/visock 2>&1)"
+	if [ -n "${VISOCKCTL:-}" ]; then
+		diag "$("$VISOCKCTL" sockets -a 2>&1 | head -20)"
+		diag "$("$VISOCKCTL" links 2>&1 | head -20)"
+	fi
+	diag "$(ps -eo pid,ppid,stat,etimes,comm 2>/dev/null |
+		grep -E 'visock|nginx|redis|iperf|sockperf|socat|curl|wrk' | head)"
+}
+
 # Checks after an unload; prints the problem and fails if any.
 check_unloaded() {
 	if mod_loaded; then
@@ -1188,6 +1201,7 @@ test_unload() {
 
 	mod_loaded || mod_load >/dev/null 2>&1
 	if ! out=$(unload_retry 2>&1); then
+		unload_diag
 		result module.unload fail "rmmod after closing all sockets: $out"
 		return
 	fi

@@ -197,6 +197,17 @@ counters() {
 		   v["tcp_bytes_rcvd"], v["connections_rdma"] }' /proc/net/visock
 }
 
+# The fallback counters (fallback_<reason> N lines), and what changed
+# between two snapshots ("reason +N ..."), to say why a run used TCP.
+fb_counters() {
+	grep '^fallback_' /proc/net/visock 2>/dev/null | grep -v '^fallback_none '
+}
+fb_delta() {
+	awk 'NR == FNR { b[$1] = $2; next }
+	     $2 != b[$1] { printf "%s +%d ", substr($1, 10), $2 - b[$1] }' \
+		<(echo "$1") <(echo "$2")
+}
+
 # delta BEFORE AFTER: field-wise AFTER - BEFORE.
 delta() {
 	local -a b a
@@ -339,7 +350,7 @@ stop_server() {
 RUN_VERDICT=
 run_app() {
 	local mode=$2 sfn=$3 cfn=$4 check=$5 sp=$1.$2
-	local st c0 c1 mine theirs why='' cstat sinfo
+	local st c0 c1 f0 fbs mine theirs why='' cstat sinfo
 
 	RUN_VERDICT=
 	# A port per mode: a server killed at the end of one run leaves its
@@ -364,6 +375,7 @@ run_app() {
 	fi
 
 	c0=$(counters)
+	f0=$(fb_counters)
 	if [ "$ROLE" = server ]; then
 		st=$("$sfn" start)
 		# The server runs in this shell (command substitution would
@@ -391,10 +403,11 @@ run_app() {
 	fi
 	c1=$(counters)
 	mine=$(delta "$c0" "$c1")
+	fbs=$(fb_delta "$f0" "$(fb_counters)")
 	sync_point "$sp.done" "ok" || { RUN_VERDICT="peer lost at $sp.done"; return; }
 	sync_point "$sp.sdone" "ok" || { RUN_VERDICT="peer did not reach sync point $sp.sdone"; return; }
 	theirs=${PEER_STATUS%%|*}
-	diag "$sp: client: $(fmt "$mine")"
+	diag "$sp: client: $(fmt "$mine")${fbs:+; fallbacks: $fbs}"
 	diag "$sp: server: $(fmt "$theirs")"
 	echo "$sp a $mine b $theirs" >> "$VISOCK_RESULTS/apps-counters.txt"
 	if [[ $cstat != ok* ]]; then
