@@ -37,11 +37,13 @@
  *   released by a kill (device removal, a stuck peer) or when it leaves
  *   the list; the structure goes with the last reference.
  * - A QP whose last connection left gets its idle work: after
- *   net.visock.lgr_idle_ms (client) or twice that plus ten seconds
+ *   net.visock.lgr_idle_ms (client) or twice that plus two seconds
  *   (server; the client normally ends it first with a link message) it
  *   is taken off the list - unless a connection attached in the meantime,
  *   which the list lock orders - and destroyed.  A dead or dying QP goes
- *   at once.
+ *   at once.  Either end sends the delete link message before it
+ *   destroys a QP that is up, so that the other takes no new connection
+ *   on it.
  * - Rings go back to the pool when their connection ends, the receive
  *   ring only if the peer said it will not write any more (closed or
  *   abort flag); otherwise it and the token index stay reserved until the
@@ -805,7 +807,7 @@ static void visock_qp_ka_stop(struct visock_qp *q)
 		kref_put(&q->ref, visock_qp_free);
 }
 
-/* Tell the peer we are about to destroy an idle QP; best effort. */
+/* Tell the peer we are about to destroy our end of a QP; best effort. */
 static void visock_qp_send_delete(struct visock_qp *q)
 {
 	int err;
@@ -862,7 +864,13 @@ static void visock_qp_idle_work(struct work_struct *work)
 	atomic64_inc(&vn->lgr_qps_destroyed);
 	mutex_unlock(&vn->lgr_lock);
 
-	if (!q->server && !test_bit(VISOCK_QP_BROKEN, &q->broken))
+	/*
+	 * Either end says so: a server's end goes early too (a connection
+	 * on it failed over, or none completed its handshake), and a
+	 * client that went on using its end would have its next connection
+	 * declined with LINK_GONE.
+	 */
+	if (!test_bit(VISOCK_QP_BROKEN, &q->broken))
 		visock_qp_send_delete(q);
 	mutex_lock(&q->lock);
 	trace_visock_link_down(q->qpn, q->state == VISOCK_QP_UP, false);
@@ -1396,7 +1404,7 @@ void visock_lgr_net_exit(struct net *net)
 		/* Sees @listed false if it runs; wait for it to return. */
 		if (cancel_delayed_work_sync(&q->idle_work))
 			kref_put(&q->ref, visock_qp_free);
-		if (!q->server && !test_bit(VISOCK_QP_BROKEN, &q->broken))
+		if (!test_bit(VISOCK_QP_BROKEN, &q->broken))
 			visock_qp_send_delete(q);
 		mutex_lock(&q->lock);
 		visock_qp_release_verbs(q);

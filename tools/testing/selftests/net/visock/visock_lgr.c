@@ -559,6 +559,49 @@ static void idle_teardown(struct vt_ctx *c)
 	close(fd);
 }
 
+/*
+ * The other way round: the server's end idles out first (hosts may well
+ * have different net.visock.lgr_idle_ms).  The client would keep its end
+ * for a minute and name it in its next REQ, which the server would have
+ * to decline (LINK_GONE); the server's delete message takes it away.
+ */
+static void idle_server_first(struct vt_ctx *c)
+{
+	long long created0;
+	int fd;
+
+	hu_need_rdma(c);
+	sysctl_set("lgr_idle_ms", 0);
+	vt_assert(hu_proc_wait("qps", 0, 40000) == 0,
+		  "%lld QPs of earlier tests left", hu_proc("qps"));
+	vt_sync(c, "no QP");
+	/* The server's end goes after 2 * 100 ms + 2 s. */
+	sysctl_set("lgr_idle_ms", vt_is_client(c) ? 60000 : 100);
+	vt_sync(c, "set");
+	created0 = hu_proc("lgr_qps_created");
+	fd = su_pair(c);
+	hu_expect_rdma(fd, "first connection", NULL);
+	su_xfer(&fd, 1, 64 * KiB, XFER_MS);
+	vt_sync(c, "xfer");
+	close(fd);
+	vt_sync(c, "closed");
+	vt_assert(hu_proc_wait("qps", 0, 20000) == 0,
+		  "%lld QP(s) still there 20 s after the server's end idled out",
+		  hu_proc("qps"));
+	vt_sync(c, "gone");
+	fd = su_pair(c);
+	hu_expect_rdma(fd, "connection after the server's teardown", NULL);
+	su_xfer(&fd, 1, 64 * KiB, XFER_MS);
+	vt_assert(hu_proc("lgr_qps_created") >= created0 + 2,
+		  "no new QP was created (%lld -> %lld)", created0,
+		  hu_proc("lgr_qps_created"));
+	vt_sync(c, "again");
+	close(fd);
+	/* Leave no QP with the server's short idle time to the next test. */
+	vt_assert(hu_proc_wait("qps", 0, 20000) == 0,
+		  "%lld QP(s) left at the end", hu_proc("qps"));
+}
+
 /* ---- idle_race ---- */
 
 #define NRACE	100
@@ -1061,6 +1104,7 @@ static const struct vt_test tests[] = {
 	T(conns1000, 900, "1000 concurrent connections on few QPs"),
 	T(churn, 1200, "connect/transfer/close cycles (10000), nothing left"),
 	T(idle_teardown, 120, "an idle QP goes on both hosts, a new one comes"),
+	T(idle_server_first, 120, "the server's idle QP goes first: the client's follows"),
 	T(idle_race, 300, "connections racing the teardown of their QP"),
 	T(prefork, 180, "pre-forked children serve connections on shared QPs"),
 	T(pool_reuse, 120, "a closed connection's rings serve the next one"),
