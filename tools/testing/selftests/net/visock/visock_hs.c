@@ -939,6 +939,7 @@ enum mut {
 	M_FAKE_QP,
 	M_DEVICE_GONE,
 	M_REPLAY_REQ,
+	M_REPLAY_CONFIRM,
 	M_CONFIRM_TWICE,
 };
 
@@ -1772,6 +1773,9 @@ static const struct scenario scenarios[] = {
 	/* The REQ of a live connection joining a QP: visock_link_connect(). */
 	{ "replay_req", M_REPLAY_REQ, FB_DECL(QP_SETUP), NONE,
 	  "REQ and CONFIRM of a live connection replayed on a new one" },
+	/* Its token is the other connection's: srv_confirm(). */
+	{ "replay_confirm", M_REPLAY_CONFIRM, FB(BAD_MSG, -1), NONE,
+	  "a REQ of its own, then the CONFIRM of a live connection" },
 	/* After success, TCP bytes are the peer's failover message. */
 	{ "confirm_twice", M_CONFIRM_TWICE,
 	  { O_SPECIAL, 0, -1, ECONNRESET, false }, NONE,
@@ -2713,9 +2717,15 @@ static int rdma_accept(int lfd, const char *what, int *pport)
  * raw_handshake replays both messages at once: the server must decline
  * it (visock_link_connect() refuses the token of the live B) and use
  * TCP for it alone; the CONFIRM is then its first stream bytes.
+ * replay_confirm (@confirm_only): the raw connection sends a REQ of its
+ * own (a made-up QP) and answers the REP with B's CONFIRM: the server
+ * falls back (BAD_MSG), owing no DECLINE.
  */
-static void replay_hostile(struct vt_ctx *c, const struct expect *x)
+static void replay_hostile(struct vt_ctx *c, const struct expect *x,
+			   bool confirm_only)
 {
+	struct hparams hp;
+	struct hmsg m;
 	char hex[2 * HS_MAX_LEN + 1], err[128];
 	uint8_t replay[2 * HS_MAX_LEN];
 	const struct cap_msg *req, *conf;
@@ -2748,19 +2758,31 @@ static void replay_hostile(struct vt_ctx *c, const struct expect *x)
 
 	child = xfer_child(b, REPLAY_XFER_LEN);
 	fd = raw_connect(c, port);
-	/* The server reads the REQ; the CONFIRM is stream data after it. */
-	hex_encode(conf->b, conf->len, hex);
-	vt_send(c, "LEFTOVER %s", hex);
-	memcpy(replay, req->b, req->len);
-	memcpy(replay + req->len, conf->b, conf->len);
-	running = child_running(child);
-	su_write_all(fd, replay, req->len + conf->len);
-	read_msg(fd, HS_DECLINE, &d);
-	vt_diag("got DECLINE(%s); B's stream was %s when the replay went out",
-		fb_name(d.reason), running ? "running" : "over already");
-	vt_assert(d.reason == (uint32_t)x->decline,
-		  "DECLINE reason %s, expected %s", fb_name(d.reason),
-		  fb_name(x->decline));
+	if (confirm_only) {
+		vt_send(c, "LEFTOVER -");
+		hostile_params(fd, &hp);
+		hm_setup(&m, HS_REQ, &hp, M_NONE);
+		su_write_all(fd, m.b, m.len);
+		read_msg(fd, HS_REP, &d);
+		running = child_running(child);
+		su_write_all(fd, conf->b, conf->len);
+		vt_diag("sent B's CONFIRM for REP token %#x; B's stream was %s then",
+			d.token, running ? "running" : "over already");
+	} else {
+		/* The server reads the REQ; the CONFIRM is data after it. */
+		hex_encode(conf->b, conf->len, hex);
+		vt_send(c, "LEFTOVER %s", hex);
+		memcpy(replay, req->b, req->len);
+		memcpy(replay + req->len, conf->b, conf->len);
+		running = child_running(child);
+		su_write_all(fd, replay, req->len + conf->len);
+		read_msg(fd, HS_DECLINE, &d);
+		vt_diag("got DECLINE(%s); B's stream was %s when the replay went out",
+			fb_name(d.reason), running ? "running" : "over already");
+		vt_assert(d.reason == (uint32_t)x->decline,
+			  "DECLINE reason %s, expected %s", fb_name(d.reason),
+			  fb_name(x->decline));
+	}
 	vt_send(c, "PATH fallback");
 	vt_sync(c, "xfer");
 	su_xfer(&fd, 1, XFER_LEN, XFER_MS);
@@ -2775,14 +2797,14 @@ static void replay_hostile(struct vt_ctx *c, const struct expect *x)
 	close(b);
 }
 
-/* replay_req, server host (normal). */
+/* replay_req and replay_confirm, server host (normal). */
 static void replay_normal(struct vt_ctx *c, const struct expect *x)
 {
 	uint8_t want[HS_MAX_LEN], got[HS_MAX_LEN];
 	char line[CTL_LINE_MAX], pathline[CTL_LINE_MAX];
 	int lfd, a, b, fd, pa, pb, p1, p2, ret;
 	struct visock_info va, vb;
-	bool have_path = false;
+	bool have_path = false, fb_qp;
 	long long cnt[HC_N];
 	size_t nwant;
 	pid_t child;
@@ -2825,10 +2847,12 @@ static void replay_normal(struct vt_ctx *c, const struct expect *x)
 		vt_recv(c, pathline, sizeof(pathline));
 	vt_assert(!strcmp(pathline, "PATH fallback"),
 		  "control channel: \"%s\"", pathline);
-	ret = (int)read_exact(fd, got, nwant, MSG_WAIT_MS);
-	vt_assert(ret == (int)nwant && !memcmp(got, want, nwant),
-		  "the replayed CONFIRM (%zu bytes) is not the first stream data (got %d)",
-		  nwant, ret);
+	if (nwant) {
+		ret = (int)read_exact(fd, got, nwant, MSG_WAIT_MS);
+		vt_assert(ret == (int)nwant && !memcmp(got, want, nwant),
+			  "the replayed CONFIRM (%zu bytes) is not the first stream data (got %d)",
+			  nwant, ret);
+	}
 	vt_sync(c, "xfer");
 	su_xfer(&fd, 1, XFER_LEN, XFER_MS);
 
@@ -2837,10 +2861,12 @@ static void replay_normal(struct vt_ctx *c, const struct expect *x)
 	ping_both(c, a);
 	expect_untouched(a, "connection A");
 	counters_delta(cnt);
-	vt_assert(cnt[HC_QP_SETUP] == 1 && cnt[HC_BAD_MSG] == 0 &&
+	fb_qp = x->reason == VISOCK_FB_QP_SETUP;
+	vt_assert(cnt[HC_QP_SETUP] == fb_qp && cnt[HC_BAD_MSG] == !fb_qp &&
 		  cnt[HC_DONE] == 2 && cnt[HC_ABORTED] == 0 &&
 		  cnt[HC_FAILOVERS] == 0,
-		  "counters: expected fallback_qp_setup +1 and handshakes_done +2 only");
+		  "counters: expected fallback_%s +1 and handshakes_done +2 only",
+		  fb_qp ? "qp_setup" : "bad_msg");
 	vt_sync(c, "done");
 	close(fd);
 	close(a);
@@ -2996,7 +3022,8 @@ static void hostile(struct vt_ctx *c)
 						  &s->as_server;
 	bool me_hostile = vt_is_client(c) == hostile_client;
 	/* They make normal connections too, before the raw one. */
-	bool own = s->mut == M_REPLAY_REQ || s->mut == M_CONFIRM_TWICE;
+	bool replay = s->mut == M_REPLAY_REQ || s->mut == M_REPLAY_CONFIRM;
+	bool own = replay || s->mut == M_CONFIRM_TWICE;
 	unsigned int mine = NEED_RDMA;
 	char rxe[64] = "";
 	int qps = -1;
@@ -3018,9 +3045,9 @@ static void hostile(struct vt_ctx *c)
 	if (!me_hostile)
 		qps = rc_qps();
 	vt_sync(c, "configured");
-	if (s->mut == M_REPLAY_REQ && me_hostile)
-		replay_hostile(c, x);
-	else if (s->mut == M_REPLAY_REQ)
+	if (replay && me_hostile)
+		replay_hostile(c, x, s->mut == M_REPLAY_CONFIRM);
+	else if (replay)
 		replay_normal(c, x);
 	else if (s->mut == M_CONFIRM_TWICE && me_hostile)
 		confirm_twice_hostile(c);
@@ -3344,6 +3371,7 @@ int main(int argc, char **argv)
 		tests[n].run_client = hostile;
 		tests[n].run_server = hostile;
 		tests[n].timeout = s->mut == M_REPLAY_REQ ||
+				   s->mut == M_REPLAY_CONFIRM ||
 				   s->mut == M_CONFIRM_TWICE ? 150 : 60;
 		tests[n++].desc = s->desc;
 	}
