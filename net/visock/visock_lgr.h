@@ -248,6 +248,9 @@ struct visock_qp {
  * @qp_node: entry in @qp's connection list, under the QP's lock
  * @idx: token index (slot in @qp's token table)
  * @token: the token the peer puts in its messages
+ * @peer_token: the token the peer gave for this connection (in its REQ
+ *	or REP), 0 until visock_link_connect() accepted it; under the QP's
+ *	lock
  * @created_qp: this connection created @qp and connects it
  * @connected: visock_link_connect() succeeded
  * @peer_quiet: the peer will not write to our ring any more
@@ -273,6 +276,7 @@ struct visock_link {
 	struct list_head qp_node;
 	u32 idx;
 	u32 token;
+	u32 peer_token;
 	bool created_qp;
 	bool connected;
 	bool peer_quiet;

@@ -342,6 +342,27 @@ static int visock_link_register(struct visock_link *l)
 	return 0;
 }
 
+/*
+ * Is @token what the peer gave for another connection of ours on @q that
+ * is connected (or connecting) and not lingering?  The peer draws new
+ * random bits for every token it hands out (random <<
+ * VISOCK_TOKEN_IDX_BITS | index), so a legitimate REQ or REP never
+ * repeats the token of a live connection: this one is replayed.  Only
+ * the whole token counts: the peer may reuse an index while our end of
+ * its old connection is still closing.  Under the QP's lock.
+ */
+static bool visock_qp_peer_token_live(struct visock_qp *q,
+				      const struct visock_link *l, u32 token)
+{
+	const struct visock_link *o;
+
+	lockdep_assert_held(&q->lock);
+	list_for_each_entry(o, &q->links, qp_node)
+		if (o != l && o->peer_token == token && !o->lingering)
+			return true;
+	return false;
+}
+
 /**
  * visock_link_connect() - finish the connection's part of the link
  * @l: the link, fresh from visock_link_create()
@@ -349,7 +370,9 @@ static int visock_link_register(struct visock_link *l)
  *
  * If the connection created its QP, moves it to RTR and RTS towards the
  * peer's GID, QPN and PSN with the smaller of both MTUs.  A connection
- * that joined an existing QP checks that the peer speaks of the same QP.
+ * that joined an existing QP checks that the peer speaks of the same QP
+ * and does not give the token of another live connection on it (a
+ * replayed REQ or REP).
  * Then takes a send buffer as large as the peer's ring from the pool,
  * registers whatever ring is new (waiting up to 5 s) and remembers the
  * peer's ring for the data path.  Can be called once per link; after a
@@ -360,7 +383,8 @@ static int visock_link_register(struct visock_link *l)
  * visock_link_destroy() for the same link.
  * Return: 0 once the link is usable, -ENODEV if the device went away,
  * -ETIMEDOUT if the registration did not complete in time, -EIO if it
- * failed, -EPROTO if the peer's message does not match the QP, -EINVAL if
+ * failed, -EPROTO if the peer's message does not match the QP or repeats
+ * the token of another connection on it, -EINVAL if
  * @l is not fresh or @peer lacks a field, -ENOBUFS at the memory limit,
  * or another negative errno from ib_core.
  */
@@ -396,9 +420,18 @@ int visock_link_connect(struct visock_link *l,
 		    memcmp(peer->gid, q->peer_gid.raw, sizeof(peer->gid)) ||
 		    (!q->server && peer->lgr_id != q->peer_qpn))
 			err = -EPROTO;
+		/* A replay would make us write into another one's ring. */
+		else if (visock_qp_peer_token_live(q, l, peer->token))
+			err = -EPROTO;
 	}
-	if (!err)
+	if (!err) {
+		/*
+		 * Taken from here on, also while the registration below
+		 * drops the lock: a replay cannot slip in meanwhile.
+		 */
+		l->peer_token = peer->token;
 		err = visock_qp_get_rbuf(q, size, DMA_TO_DEVICE, &l->sbuf);
+	}
 	if (!err)
 		err = visock_link_register(l);
 	if (err)

@@ -35,6 +35,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -935,6 +938,9 @@ enum mut {
 	M_FUTURE_REQ_OK,
 	M_FAKE_QP,
 	M_DEVICE_GONE,
+	M_REPLAY_REQ,
+	M_REPLAY_CONFIRM,
+	M_CONFIRM_TWICE,
 };
 
 /* A REQ / REP with every required TLV, changed by @mut. */
@@ -1079,6 +1085,7 @@ struct hdec {
 	uint8_t version;
 	uint32_t present;
 	uint32_t qpn, psn, token, reason, rbuf_size;
+	uint32_t lgr_id;	/* LINK: the QP the sender joins, 0: new */
 	uint64_t rbuf_addr;
 	uint8_t mtu;
 };
@@ -1152,6 +1159,9 @@ static int hm_decode(const uint8_t *b, size_t len, struct hdec *d,
 			break;
 		case TLV_REASON:
 			d->reason = get32(v);
+			break;
+		case TLV_LINK:
+			d->lgr_id = get32(v);
 			break;
 		}
 		off += 4 + l;
@@ -1686,7 +1696,12 @@ struct scenario {
  *    answered with DECLINE(BAD_MSG) and both use TCP; a server waiting
  *    for CONFIRM owes nothing and falls back without DECLINE;
  *  - a valid DECLINE maps to PEER_NO_DEVICE, VERSION or PEER_DECLINE;
- *  - a queue pair that cannot be connected is declined (QP_SETUP).
+ *  - a queue pair that cannot be connected is declined (QP_SETUP), and so
+ *    is a REQ joining a queue pair with the token of a live connection
+ *    on it (a replay: visock_link_connect() returns EPROTO);
+ *  - after success, bytes on the TCP connection are the peer's failover
+ *    message: a second CONFIRM, which does not decode as one, resets
+ *    that connection (ECONNRESET).
  */
 static const struct scenario scenarios[] = {
 	{ "bad_magic", M_BAD_MAGIC, FB(PEER_NO_VISOCK, -1), AB(EPROTO),
@@ -1755,6 +1770,16 @@ static const struct scenario scenarios[] = {
 	  "complete handshake naming a QP that does not exist: I/O must end" },
 	{ "device_gone", M_DEVICE_GONE, SPECIAL, SPECIAL,
 	  "the normal side's RDMA device is deleted during the handshake" },
+	/* The REQ of a live connection joining a QP: visock_link_connect(). */
+	{ "replay_req", M_REPLAY_REQ, FB_DECL(QP_SETUP), NONE,
+	  "REQ and CONFIRM of a live connection replayed on a new one" },
+	/* Its token is the other connection's: srv_confirm(). */
+	{ "replay_confirm", M_REPLAY_CONFIRM, FB(BAD_MSG, -1), NONE,
+	  "a REQ of its own, then the CONFIRM of a live connection" },
+	/* After success, TCP bytes are the peer's failover message. */
+	{ "confirm_twice", M_CONFIRM_TWICE,
+	  { O_SPECIAL, 0, -1, ECONNRESET, false }, NONE,
+	  "a second CONFIRM after the handshake succeeded" },
 };
 
 #define HOSTILE_CLIENT	"hostile_client_"
@@ -1796,27 +1821,11 @@ static uint32_t rand32(void)
 	return v;
 }
 
-/* Both halves report the outcome they saw in the same words. */
-/*
- * The hostile side's connection (raw_handshake set) and what it puts in
- * a REQ / REP; as server, it has read the normal client's REQ into @req.
- */
-static int hostile_connect(struct vt_ctx *c, bool as_client,
-			   struct hparams *hp, struct hdec *req)
+/* raw_handshake is set: connected, it is cleared; check what it did. */
+static void raw_connected(int fd)
 {
 	struct visock_info vi;
-	int fd, lfd, port;
 
-	if (as_client) {
-		port = su_recv_port(c);
-		fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
-		connect_or_fail(c, fd, false, port);
-	} else {
-		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
-		su_send_port(c, lfd);
-		fd = su_accept(lfd, SOCK_CLOEXEC);
-		close(lfd);
-	}
 	/* Decided: visock read the hook for this connection already. */
 	set_knob(RAW_PATH, 0);
 	get_info(fd, &vi);
@@ -1824,9 +1833,50 @@ static int hostile_connect(struct vt_ctx *c, bool as_client,
 		  vi.vi_mode == VISOCK_MODE_TCP,
 		  "raw_handshake socket: %s; both SYN and SYN-ACK must announce visock",
 		  info_str(&vi));
-	if (!as_client)
-		read_msg(fd, HS_REQ, req);
+}
 
+/*
+ * A client connection to @port whose SYN announces visock and whose
+ * handshake is the application's (raw_handshake, cleared again).
+ */
+static int raw_connect(struct vt_ctx *c, int port)
+{
+	int fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+
+	set_knob(RAW_PATH, 1);
+	connect_or_fail(c, fd, false, port);
+	raw_connected(fd);
+	return fd;
+}
+
+static void hostile_params(int fd, struct hparams *hp);
+
+/*
+ * The hostile side's connection (raw_handshake set) and what it puts in
+ * a REQ / REP; as server, it has read the normal client's REQ into @req.
+ */
+static int hostile_connect(struct vt_ctx *c, bool as_client,
+			   struct hparams *hp, struct hdec *req)
+{
+	int fd, lfd;
+
+	if (as_client) {
+		fd = raw_connect(c, su_recv_port(c));
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		fd = su_accept(lfd, SOCK_CLOEXEC);
+		close(lfd);
+		raw_connected(fd);
+		read_msg(fd, HS_REQ, req);
+	}
+	hostile_params(fd, hp);
+	return fd;
+}
+
+/* A REQ / REP of a peer with a made-up QP, on connection @fd. */
+static void hostile_params(int fd, struct hparams *hp)
+{
 	memset(hp, 0, sizeof(*hp));
 	local_gid(fd, hp->gid);
 	hp->qpn = (rand32() % 0xfffff0) + 1;
@@ -1837,7 +1887,6 @@ static int hostile_connect(struct vt_ctx *c, bool as_client,
 	hp->rbuf_size = 64 * 1024;
 	hp->token = rand32() | 1;
 	hp->link_id = hp->qpn;
-	return fd;
 }
 
 static void hostile_side(struct vt_ctx *c, const struct scenario *s,
@@ -2400,6 +2449,539 @@ static void special_hostile(struct vt_ctx *c, const struct scenario *s,
 	vt_sync(c, "restored");
 }
 
+/* ---- replays and duplicates ---- */
+
+static void ping_both(struct vt_ctx *c, int fd);
+
+/* A value of /proc/net/visock; -1 if it is not there. */
+static long long proc_counter(const char *name)
+{
+	char line[256], key[64];
+	long long v, val = -1;
+	FILE *f = fopen("/proc/net/visock", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", key, &v) == 2 &&
+		    !strcmp(key, name))
+			val = v;
+	fclose(f);
+	return val;
+}
+
+static const char *const hs_counters[] = {
+	"handshakes_done", "handshakes_aborted", "fallback_qp_setup",
+	"fallback_bad_msg", "rdma_failovers",
+};
+
+enum { HC_DONE, HC_ABORTED, HC_QP_SETUP, HC_BAD_MSG, HC_FAILOVERS, HC_N };
+
+static void counters_read(long long *v)
+{
+	size_t i;
+
+	for (i = 0; i < HC_N; i++)
+		v[i] = proc_counter(hs_counters[i]);
+}
+
+/* @v: the values before; becomes the growth since, printed. */
+static void counters_delta(long long *v)
+{
+	char buf[256];
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < HC_N; i++) {
+		v[i] = proc_counter(hs_counters[i]) - v[i];
+		n += snprintf(buf + n, sizeof(buf) - n, " %s +%lld",
+			      hs_counters[i], v[i]);
+	}
+	vt_diag("/proc/net/visock:%s", buf);
+}
+
+#define REPLAY_XFER_LEN	(8 * 1024 * 1024)	/* connection B, each way */
+
+/* su_xfer() on @fd in a child process, so that it runs meanwhile. */
+static pid_t xfer_child(int fd, uint64_t len)
+{
+	pid_t pid = fork();
+
+	vt_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (!pid) {
+		su_xfer(&fd, 1, len, XFER_MS);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Is the child still running (without reaping it)? */
+static bool child_running(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	return !waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) &&
+	       !si.si_pid;
+}
+
+/* The child's transfer completed intact (its failure is printed). */
+static void xfer_child_done(pid_t pid, const char *what)
+{
+	int status = 0;
+
+	vt_assert(waitpid(pid, &status, 0) == pid, "waitpid: %s",
+		  strerror(errno));
+	vt_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "%s: its checksummed stream failed (status %#x, see above)",
+		  what, status);
+}
+
+/* A bystander connection is still on RDMA and never failed over. */
+static void expect_untouched(int fd, const char *what)
+{
+	struct visock_info vi;
+
+	get_info(fd, &vi);
+	vt_diag("%s afterwards: %s", what, info_str(&vi));
+	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA &&
+		  !(vi.vi_flags & VISOCK_INFO_F_FAILOVER),
+		  "%s was disturbed: %s", what, info_str(&vi));
+}
+
+/*
+ * Handshake messages that this host's sockets send to port @dport,
+ * captured with an AF_PACKET socket (outgoing IPv4 TCP segments).
+ */
+struct cap_msg {
+	uint16_t sport;
+	uint32_t seq;		/* sequence number of the first byte */
+	size_t len;
+	uint8_t b[HS_MAX_LEN];
+};
+
+struct capture {
+	int fd;
+	uint16_t dport;
+	size_t n;
+	struct cap_msg msgs[32];
+};
+
+static void cap_open(struct capture *cap, int dport)
+{
+	/*
+	 * ETH_P_ALL: a socket bound to one protocol does not see outgoing
+	 * packets.  SOCK_DGRAM: the network header first; byte 9 of IPv4's
+	 * is the protocol.
+	 */
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 9),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, 0xffff),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	struct sock_fprog prog = { .len = ARRAY_SIZE(code), .filter = code };
+	int size = 1 << 20;
+
+	memset(cap, 0, sizeof(*cap));
+	cap->dport = (uint16_t)dport;
+	cap->fd = (int)vt_try(socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC,
+				     htons(ETH_P_ALL)), "socket(AF_PACKET)");
+	vt_try(setsockopt(cap->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+			  sizeof(prog)), "setsockopt(SO_ATTACH_FILTER)");
+	vt_try(setsockopt(cap->fd, SOL_SOCKET, SO_RCVBUF, &size,
+			  sizeof(size)), "setsockopt(SO_RCVBUF)");
+}
+
+/* Keep a message; a retransmission (same port and sequence) is dropped. */
+static void cap_add(struct capture *cap, uint16_t sport, uint32_t seq,
+		    const uint8_t *m, size_t len)
+{
+	struct cap_msg *cm;
+	size_t i;
+
+	for (i = 0; i < cap->n; i++)
+		if (cap->msgs[i].sport == sport && cap->msgs[i].seq == seq)
+			return;
+	if (cap->n == ARRAY_SIZE(cap->msgs))
+		return;
+	cm = &cap->msgs[cap->n++];
+	cm->sport = sport;
+	cm->seq = seq;
+	cm->len = len;
+	memcpy(cm->b, m, len);
+}
+
+/* Parse what the packet socket has queued. */
+static void cap_drain(struct capture *cap)
+{
+	static uint8_t pkt[65536];
+
+	for (;;) {
+		struct sockaddr_ll sll;
+		socklen_t sl = sizeof(sll);
+		size_t ihl, doff, tot, off;
+		ssize_t n;
+
+		n = recvfrom(cap->fd, pkt, sizeof(pkt), MSG_DONTWAIT,
+			     (struct sockaddr *)&sll, &sl);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		vt_assert(n >= 0, "packet socket: %s", strerror(errno));
+		if (sll.sll_pkttype != PACKET_OUTGOING ||
+		    sll.sll_protocol != htons(ETH_P_IP) || n < 40 ||
+		    pkt[0] >> 4 != 4 || pkt[9] != IPPROTO_TCP)
+			continue;
+		ihl = (pkt[0] & 15) * 4u;
+		tot = get16(pkt + 2);
+		if (tot > (size_t)n)
+			tot = (size_t)n;
+		if (ihl < 20 || tot < ihl + 20 ||
+		    get16(pkt + ihl + 2) != cap->dport)
+			continue;
+		doff = (pkt[ihl + 12] >> 4) * 4u;
+		if (doff < 20 || tot < ihl + doff)
+			continue;
+		/* One segment may carry more than one message. */
+		for (off = ihl + doff; tot - off >= HS_HDR_LEN;) {
+			const uint8_t *m = pkt + off;
+			size_t len = get16(m + 6);
+
+			if (get32(m) != HS_MAGIC || len < HS_HDR_LEN ||
+			    len > tot - off)
+				break;
+			cap_add(cap, get16(pkt + ihl),
+				get32(pkt + ihl + 4) + (uint32_t)(off - ihl - doff),
+				m, len);
+			off += len;
+		}
+	}
+}
+
+/* The message of type @type that local port @sport sent; fails if none. */
+static const struct cap_msg *cap_find(struct capture *cap, int sport,
+				      uint8_t type)
+{
+	long long deadline = ctl_now_ms() + MSG_WAIT_MS;
+	size_t i;
+
+	for (;;) {
+		cap_drain(cap);
+		for (i = 0; i < cap->n; i++)
+			if (cap->msgs[i].sport == sport &&
+			    cap->msgs[i].b[4] == type)
+				return &cap->msgs[i];
+		vt_assert(ctl_now_ms() < deadline,
+			  "no %s from port %d seen on the wire (%zu handshake messages captured)",
+			  type_name(type), sport, cap->n);
+		su_poll(cap->fd, POLLIN, 100);
+	}
+}
+
+/* A normal visock connection to the peer's @port, in RDMA mode. */
+static int rdma_connect(struct vt_ctx *c, int port, const char *what)
+{
+	int fd = settle_guarded_socket(VT_FAMILY_VISOCK, false);
+	struct visock_info vi;
+
+	connect_or_fail(c, fd, false, port);
+	get_info(fd, &vi);
+	vt_diag("%s: %s", what, info_str(&vi));
+	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA && success_info(&vi),
+		  "%s did not get RDMA: %s", what, info_str(&vi));
+	return fd;
+}
+
+/* Accept a normal connection in RDMA mode; its peer port in @pport. */
+static int rdma_accept(int lfd, const char *what, int *pport)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	struct visock_info vi;
+	int fd = su_accept(lfd, SOCK_CLOEXEC);
+
+	vt_try(getpeername(fd, (struct sockaddr *)&ss, &len), "getpeername");
+	*pport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	get_info(fd, &vi);
+	vt_diag("%s (port %d): %s", what, *pport, info_str(&vi));
+	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA && success_info(&vi),
+		  "%s did not get RDMA: %s", what, info_str(&vi));
+	return fd;
+}
+
+/*
+ * replay_req, client host.  Two normal connections: A creates the QP, B
+ * joins it.  An AF_PACKET socket captures B's REQ and CONFIRM on the
+ * wire.  While B streams checksummed data both ways, a connection with
+ * raw_handshake replays both messages at once: the server must decline
+ * it (visock_link_connect() refuses the token of the live B) and use
+ * TCP for it alone; the CONFIRM is then its first stream bytes.
+ * replay_confirm (@confirm_only): the raw connection sends a REQ of its
+ * own (a made-up QP) and answers the REP with B's CONFIRM: the server
+ * falls back (BAD_MSG), owing no DECLINE.
+ */
+static void replay_hostile(struct vt_ctx *c, const struct expect *x,
+			   bool confirm_only)
+{
+	struct hparams hp;
+	struct hmsg m;
+	char hex[2 * HS_MAX_LEN + 1], err[128];
+	uint8_t replay[2 * HS_MAX_LEN];
+	const struct cap_msg *req, *conf;
+	struct capture cap;
+	struct visock_info vi;
+	struct hdec d;
+	int port, a, b, fd;
+	bool running;
+	pid_t child;
+
+	port = su_recv_port(c);
+	cap_open(&cap, port);
+	a = rdma_connect(c, port, "connection A");
+	b = rdma_connect(c, port, "connection B");
+	vt_send(c, "CONNS %d %d", su_port(a), su_port(b));
+	req = cap_find(&cap, su_port(b), HS_REQ);
+	conf = cap_find(&cap, su_port(b), HS_CONFIRM);
+	close(cap.fd);
+
+	get_info(b, &vi);
+	if (hm_decode(req->b, req->len, &d, err, sizeof(err)))
+		vt_fail("captured REQ: %s", err);
+	vt_diag("captured B's REQ (%zu bytes: token %#x, QPN %u, LINK %u) and CONFIRM (%zu bytes)",
+		req->len, d.token, d.qpn, d.lgr_id, conf->len);
+	vt_assert(d.token == vi.vi_local_token,
+		  "captured REQ token %#x, B's VISOCK_INFO says %#x", d.token,
+		  vi.vi_local_token);
+	vt_assert(d.lgr_id, "B's REQ asks for a new QP (LINK 0): it did not join A's");
+	vt_sync(c, "captured");
+
+	child = xfer_child(b, REPLAY_XFER_LEN);
+	fd = raw_connect(c, port);
+	if (confirm_only) {
+		vt_send(c, "LEFTOVER -");
+		hostile_params(fd, &hp);
+		hm_setup(&m, HS_REQ, &hp, M_NONE);
+		su_write_all(fd, m.b, m.len);
+		read_msg(fd, HS_REP, &d);
+		running = child_running(child);
+		su_write_all(fd, conf->b, conf->len);
+		vt_diag("sent B's CONFIRM for REP token %#x; B's stream was %s then",
+			d.token, running ? "running" : "over already");
+	} else {
+		/* The server reads the REQ; the CONFIRM is data after it. */
+		hex_encode(conf->b, conf->len, hex);
+		vt_send(c, "LEFTOVER %s", hex);
+		memcpy(replay, req->b, req->len);
+		memcpy(replay + req->len, conf->b, conf->len);
+		running = child_running(child);
+		su_write_all(fd, replay, req->len + conf->len);
+		read_msg(fd, HS_DECLINE, &d);
+		vt_diag("got DECLINE(%s); B's stream was %s when the replay went out",
+			fb_name(d.reason), running ? "running" : "over already");
+		vt_assert(d.reason == (uint32_t)x->decline,
+			  "DECLINE reason %s, expected %s", fb_name(d.reason),
+			  fb_name(x->decline));
+	}
+	vt_send(c, "PATH fallback");
+	vt_sync(c, "xfer");
+	su_xfer(&fd, 1, XFER_LEN, XFER_MS);
+
+	xfer_child_done(child, "connection B");
+	expect_untouched(b, "connection B");
+	ping_both(c, a);
+	expect_untouched(a, "connection A");
+	vt_sync(c, "done");
+	close(fd);
+	close(a);
+	close(b);
+}
+
+/* replay_req and replay_confirm, server host (normal). */
+static void replay_normal(struct vt_ctx *c, const struct expect *x)
+{
+	uint8_t want[HS_MAX_LEN], got[HS_MAX_LEN];
+	char line[CTL_LINE_MAX], pathline[CTL_LINE_MAX];
+	int lfd, a, b, fd, pa, pb, p1, p2, ret;
+	struct visock_info va, vb;
+	bool have_path = false, fb_qp;
+	long long cnt[HC_N];
+	size_t nwant;
+	pid_t child;
+
+	counters_read(cnt);
+	lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+	su_send_port(c, lfd);
+	a = rdma_accept(lfd, "connection", &p1);
+	b = rdma_accept(lfd, "connection", &p2);
+	vt_recv(c, line, sizeof(line));
+	vt_assert(sscanf(line, "CONNS %d %d", &pa, &pb) == 2,
+		  "control channel: \"%s\"", line);
+	if (p1 == pb && p2 == pa) {
+		fd = a;
+		a = b;
+		b = fd;
+	} else {
+		vt_assert(p1 == pa && p2 == pb,
+			  "accepted ports %d, %d; the client connected %d, %d",
+			  p1, p2, pa, pb);
+	}
+	get_info(a, &va);
+	get_info(b, &vb);
+	vt_assert(va.vi_local_qpn == vb.vi_local_qpn,
+		  "A and B do not share a QP (%u, %u)", va.vi_local_qpn,
+		  vb.vi_local_qpn);
+	vt_sync(c, "captured");
+
+	child = xfer_child(b, REPLAY_XFER_LEN);
+	vt_recv(c, line, sizeof(line));
+	nwant = leftover(line, want, sizeof(want));
+	fd = wait_accept(c, lfd, pathline, sizeof(pathline), &have_path);
+	vt_assert(fd >= 0, "the replaying connection was not accepted, expected a fallback (%s)",
+		  fb_name(x->reason));
+	vt_diag("outcome: fallback, reason %s",
+		fb_name(visock_u32(fd, VISOCK_FALLBACK_REASON,
+				   "VISOCK_FALLBACK_REASON")));
+	expect_fallback(fd, x->reason, F_SO | F_PO);
+	if (!have_path)
+		vt_recv(c, pathline, sizeof(pathline));
+	vt_assert(!strcmp(pathline, "PATH fallback"),
+		  "control channel: \"%s\"", pathline);
+	if (nwant) {
+		ret = (int)read_exact(fd, got, nwant, MSG_WAIT_MS);
+		vt_assert(ret == (int)nwant && !memcmp(got, want, nwant),
+			  "the replayed CONFIRM (%zu bytes) is not the first stream data (got %d)",
+			  nwant, ret);
+	}
+	vt_sync(c, "xfer");
+	su_xfer(&fd, 1, XFER_LEN, XFER_MS);
+
+	xfer_child_done(child, "connection B");
+	expect_untouched(b, "connection B");
+	ping_both(c, a);
+	expect_untouched(a, "connection A");
+	counters_delta(cnt);
+	fb_qp = x->reason == VISOCK_FB_QP_SETUP;
+	vt_assert(cnt[HC_QP_SETUP] == fb_qp && cnt[HC_BAD_MSG] == !fb_qp &&
+		  cnt[HC_DONE] == 2 && cnt[HC_ABORTED] == 0 &&
+		  cnt[HC_FAILOVERS] == 0,
+		  "counters: expected fallback_%s +1 and handshakes_done +2 only",
+		  fb_qp ? "qp_setup" : "bad_msg");
+	vt_sync(c, "done");
+	close(fd);
+	close(a);
+	close(b);
+	close(lfd);
+}
+
+#define CONFIRM2_END_MS	15000	/* the failover's 5 s and a margin */
+
+/*
+ * confirm_twice, client host.  A bystander connection on RDMA; then a
+ * raw connection completes the handshake (REQ of a made-up QP, the REP's
+ * token in CONFIRM) and, once the server accepted it, sends the same
+ * CONFIRM again.  After success the server takes any byte on the TCP
+ * connection for the peer's failover message (visock_failover.c): it
+ * sends its own, reads the 16 bytes of CONFIRM as the peer's, which do
+ * not decode, and resets that connection (ECONNRESET).
+ */
+static void confirm_twice_hostile(struct vt_ctx *c)
+{
+	char line[CTL_LINE_MAX], how[64];
+	struct hparams hp;
+	struct hmsg m;
+	struct hdec d;
+	uint8_t fo[16];
+	size_t discarded;
+	int port, by, fd;
+	ssize_t n;
+
+	port = su_recv_port(c);
+	by = rdma_connect(c, port, "bystander");
+	fd = raw_connect(c, port);
+	hostile_params(fd, &hp);
+	hm_setup(&m, HS_REQ, &hp, M_NONE);
+	su_write_all(fd, m.b, m.len);
+	read_msg(fd, HS_REP, &d);
+	hm_confirm(&m, d.token);
+	su_write_all(fd, m.b, m.len);
+	vt_recv(c, line, sizeof(line));
+	vt_assert(!strcmp(line, "ACCEPTED rdma"), "the server: \"%s\"", line);
+	su_write_all(fd, m.b, m.len);
+	vt_send(c, "SENT");
+
+	n = read_exact(fd, fo, sizeof(fo), MSG_WAIT_MS);
+	vt_assert(n == (ssize_t)sizeof(fo) && fo[0] == 0xf0 &&
+		  get32(fo + 4) == 0x56534b46,
+		  "expected the server's failover message (16 bytes, type 0xf0, VSKF), got %zd bytes",
+		  n);
+	vt_diag("the server sent its failover message");
+	vt_recv(c, line, sizeof(line));
+	vt_diag("the server: %s", line);
+	if (wait_end(fd, MSG_WAIT_MS, how, sizeof(how), &discarded))
+		vt_fail("the connection did not end within %d ms after the server closed it",
+			MSG_WAIT_MS);
+	vt_diag("connection ended (%s, %zu more bytes)", how, discarded);
+	vt_sync(c, "xfer");
+	su_xfer(&by, 1, XFER_LEN, XFER_MS);
+	expect_untouched(by, "the bystander");
+	vt_sync(c, "done");
+	close(fd);
+	close(by);
+}
+
+/* confirm_twice, server host (normal). */
+static void confirm_twice_normal(struct vt_ctx *c, const struct expect *x)
+{
+	long long cnt[HC_N], t0;
+	struct visock_info vi;
+	int lfd, by, fd, pby;
+	char b, how[64];
+	ssize_t n;
+
+	counters_read(cnt);
+	lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+	su_send_port(c, lfd);
+	by = rdma_accept(lfd, "bystander", &pby);
+	vt_assert(su_poll(lfd, POLLIN, MSG_WAIT_MS) & POLLIN,
+		  "nothing to accept %d ms after the bystander", MSG_WAIT_MS);
+	fd = su_accept(lfd, SOCK_CLOEXEC);
+	get_info(fd, &vi);
+	vt_diag("the hostile connection: %s", info_str(&vi));
+	vt_send(c, "ACCEPTED %s", vi.vi_mode == VISOCK_MODE_RDMA ? "rdma" :
+		"other");
+	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA && success_info(&vi),
+		  "the handshake did not succeed: %s", info_str(&vi));
+	vt_expect(c, "SENT");
+
+	/* No I/O of ours: the second CONFIRM alone must end it. */
+	t0 = ctl_now_ms();
+	vt_assert(su_poll(fd, POLLIN, CONFIRM2_END_MS) & (POLLIN | POLLERR |
+							   POLLHUP),
+		  "still open %d ms after the second CONFIRM", CONFIRM2_END_MS);
+	n = recv(fd, &b, 1, MSG_DONTWAIT);
+	snprintf(how, sizeof(how), "%s", n < 0 ? vt_errname(errno) :
+		 n ? "data" : "EOF");
+	get_info(fd, &vi);
+	vt_diag("outcome: %s after %lld ms; %s", how, ctl_now_ms() - t0,
+		info_str(&vi));
+	vt_assert(n < 0 && errno == x->err, "read: %s, expected %s", how,
+		  vt_errname(x->err));
+	vt_send(c, "ENDED %s", how);
+	close(fd);
+
+	vt_sync(c, "xfer");
+	su_xfer(&by, 1, XFER_LEN, XFER_MS);
+	expect_untouched(by, "the bystander");
+	counters_delta(cnt);
+	vt_assert(cnt[HC_DONE] == 2 && cnt[HC_ABORTED] == 0 &&
+		  cnt[HC_FAILOVERS] == 1,
+		  "counters: expected handshakes_done +2, rdma_failovers +1");
+	vt_sync(c, "done");
+	close(by);
+	close(lfd);
+}
+
 /* Number of RC queue pairs the rdma tool lists; -1 if it cannot. */
 static int rc_qps(void)
 {
@@ -2415,18 +2997,18 @@ static int rc_qps(void)
 	return n;
 }
 
-/* The normal side released every queue pair of the test within 10 s. */
-static void expect_no_qp_leak(int before)
+/* The normal side released every queue pair of the test within @ms. */
+static void expect_no_qp_leak(int before, int ms)
 {
-	long long deadline = ctl_now_ms() + 10000;
+	long long deadline = ctl_now_ms() + ms;
 	int now;
 
 	if (before < 0)
 		return;
 	while ((now = rc_qps()) > before) {
 		vt_assert(ctl_now_ms() < deadline,
-			  "%d RC queue pairs 10 s after the test, %d before: leaked",
-			  now, before);
+			  "%d RC queue pairs %d s after the test, %d before: leaked",
+			  now, ms / 1000, before);
 		usleep(100000);
 	}
 }
@@ -2439,6 +3021,9 @@ static void hostile(struct vt_ctx *c)
 	const struct expect *x = hostile_client ? &s->as_client :
 						  &s->as_server;
 	bool me_hostile = vt_is_client(c) == hostile_client;
+	/* They make normal connections too, before the raw one. */
+	bool replay = s->mut == M_REPLAY_REQ || s->mut == M_REPLAY_CONFIRM;
+	bool own = replay || s->mut == M_CONFIRM_TWICE;
 	unsigned int mine = NEED_RDMA;
 	char rxe[64] = "";
 	int qps = -1;
@@ -2452,15 +3037,23 @@ static void hostile(struct vt_ctx *c)
 	need(c, mine, rxe, sizeof(rxe));
 
 	set_knob(ENABLE_PATH, 1);
-	if (me_hostile)
+	if (me_hostile && !own)
 		set_knob(RAW_PATH, 1);
-	else
-		set_knob(TIMEOUT_PATH, x->kind == O_SPECIAL ? 10000 :
+	else if (!me_hostile)
+		set_knob(TIMEOUT_PATH, x->kind == O_SPECIAL || own ? 10000 :
 			 HOSTILE_TIMEOUT_MS);
 	if (!me_hostile)
 		qps = rc_qps();
 	vt_sync(c, "configured");
-	if (me_hostile && x->kind == O_SPECIAL)
+	if (replay && me_hostile)
+		replay_hostile(c, x, s->mut == M_REPLAY_CONFIRM);
+	else if (replay)
+		replay_normal(c, x);
+	else if (s->mut == M_CONFIRM_TWICE && me_hostile)
+		confirm_twice_hostile(c);
+	else if (s->mut == M_CONFIRM_TWICE)
+		confirm_twice_normal(c, x);
+	else if (me_hostile && x->kind == O_SPECIAL)
 		special_hostile(c, s, hostile_client);
 	else if (me_hostile)
 		hostile_side(c, s, x, hostile_client);
@@ -2468,8 +3061,14 @@ static void hostile(struct vt_ctx *c)
 		special_normal(c, s, hostile_client, rxe);
 	else
 		normal_side(c, s, x, hostile_client);
+	/*
+	 * confirm_twice: the server's end of the failed connection lingers
+	 * on its QP until the peer's closed flag (never: the peer is fake)
+	 * or VISOCK_LINGER_MAX (30 s).
+	 */
 	if (!me_hostile && s->mut != M_DEVICE_GONE)
-		expect_no_qp_leak(qps);
+		expect_no_qp_leak(qps, s->mut == M_CONFIRM_TWICE ? 45000 :
+				  10000);
 }
 
 /* ---- the RDMA device goes away under an open connection ---- */
@@ -2771,7 +3370,9 @@ int main(int argc, char **argv)
 		tests[n].name = strdup(name);
 		tests[n].run_client = hostile;
 		tests[n].run_server = hostile;
-		tests[n].timeout = 60;
+		tests[n].timeout = s->mut == M_REPLAY_REQ ||
+				   s->mut == M_REPLAY_CONFIRM ||
+				   s->mut == M_CONFIRM_TWICE ? 150 : 60;
 		tests[n++].desc = s->desc;
 	}
 	return vt_main(argc, argv, "visock_hs", tests, n);
