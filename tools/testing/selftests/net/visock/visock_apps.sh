@@ -388,6 +388,9 @@ run_app() {
 		"$sfn" stop
 		c1=$(counters)
 		mine=$(delta "$c0" "$c1")
+		fbs=$(fb_delta "$f0" "$(fb_counters)")
+		[ -n "$fbs" ] && diag "$sp: server fallbacks: $fbs"
+		diag "$sp: server failovers $(awk '$1 == "rdma_failovers" { print $2 }' /proc/net/visock 2>/dev/null) in all"
 		sync_point "$sp.sdone" "$mine|$SRV_INFO" || { RUN_VERDICT="peer lost at $sp.sdone"; return; }
 		sync_point "$sp.verdict" "ok" || { RUN_VERDICT="peer lost at $sp.verdict"; return; }
 		RUN_VERDICT=$PEER_STATUS
@@ -408,6 +411,7 @@ run_app() {
 	sync_point "$sp.sdone" "ok" || { RUN_VERDICT="peer did not reach sync point $sp.sdone"; return; }
 	theirs=${PEER_STATUS%%|*}
 	diag "$sp: client: $(fmt "$mine")${fbs:+; fallbacks: $fbs}"
+	diag "$sp: client failovers $(awk '$1 == "rdma_failovers" { print $2 }' /proc/net/visock 2>/dev/null) in all"
 	diag "$sp: server: $(fmt "$theirs")"
 	echo "$sp a $mine b $theirs" >> "$VISOCK_RESULTS/apps-counters.txt"
 	if [[ $cstat != ok* ]]; then
