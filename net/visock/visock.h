@@ -53,7 +53,7 @@
  * @rdma_wc: work completions handled
  * @cdc_sent: cursor messages sent
  * @cdc_rcvd: cursor messages received
- * @tx_waits: times a sender found the peer's ring full
+ * @tx_waits: times a blocking writer went to sleep for ring space
  * @tcp_bytes_sent: payload bytes sent by connections in TCP mode
  * @tcp_bytes_rcvd: payload bytes received by connections in TCP mode
  *

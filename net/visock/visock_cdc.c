@@ -479,8 +479,11 @@ void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
 	dp->credits += m.credits;
 	if (adv > 0) {
 		dp->tx_peer_cons = m.cons;
-		dp->tx_blocked = false;
-		*wake |= VISOCK_WAKE_WRITE;
+		/* As sk_stream_write_space(): only for a useful amount. */
+		if (visock_tx_space_locked(dp) >= visock_tx_wake_min_locked(dp)) {
+			dp->tx_need = 0;
+			*wake |= VISOCK_WAKE_WRITE;
+		}
 	}
 	if (m.flags & VISOCK_CDC_F_WRITE_BLOCKED)
 		dp->peer_blocked = true;
@@ -542,8 +545,9 @@ static u32 visock_dp_unacked(const struct visock_dp *dp)
  * @vsk: socket
  *
  * Like TCP: readable with at least SO_RCVLOWAT bytes or at end of file,
- * writable with an eighth of the peer's ring free (a blocked writer is
- * released by consumer updates of at least that much), EPOLLRDHUP once
+ * writable with visock_tx_wake_space() (a quarter of the peer's ring)
+ * free (consumer updates release at least that much when the ring is
+ * more than half full, and wake pollers from it on), EPOLLRDHUP once
  * the peer finished writing or we shut down reading, EPOLLHUP when both
  * directions are done, EPOLLERR on error.
  *
@@ -565,7 +569,7 @@ __poll_t visock_rdma_poll(struct visock_sock *vsk)
 	peer_done = dp->peer_done;
 	peer_closed = dp->peer_closed;
 	dead = !visock_dp_alive(dp->state);
-	min_space = max(dp->tx_size / 8, 1U);
+	min_space = visock_tx_wake_space(dp->tx_size);
 	spin_unlock_bh(&dp->lock);
 
 	shutdown = READ_ONCE(sk->sk_shutdown);

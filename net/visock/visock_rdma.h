@@ -83,7 +83,11 @@ static inline bool visock_dp_alive(u8 state)
  * @rx_seq: sequence number of the peer's last accepted one
  * @tx_slot: next send slot for a cursor message (mod SQ depth)
  * @ctrl_pending: a cursor message should be sent
- * @tx_blocked: the writer found the peer's ring full and said so
+ * @tx_blocked: a writer waits for space in the peer's ring (the flag
+ *	VISOCK_CDC_F_WRITE_BLOCKED of cursor messages sent meanwhile; no
+ *	message is sent for it alone)
+ * @tx_need: space a blocked writer waits for (the least of several), 0
+ *	when none waits: consumer updates that leave less wake nobody
  * @peer_blocked: the peer said it waits for space in our ring
  * @tx_shut: shutdown(SHUT_WR) or close: announce done_writing
  * @done_sent: done_writing was sent
@@ -98,7 +102,7 @@ static inline bool visock_dp_alive(u8 state)
  * @wc: completions handled (send and receive)
  * @cdc_sent: cursor messages sent
  * @cdc_rcvd: cursor messages received and accepted
- * @tx_waits: times the writer found the peer's ring full
+ * @tx_waits: times a blocking writer went to sleep for ring space
  * @close_wq: woken on completions and errors; visock_tx_close() waits
  *	here (the socket's own wait queue is gone once it is orphaned)
  * @close_work: finishes a graceful close in the background; runs when a
@@ -159,6 +163,7 @@ struct visock_dp {
 	u32 rx_seq;
 	u32 tx_slot;
 
+	u32 tx_need;
 	bool ctrl_pending;
 	bool tx_blocked;
 	bool peer_blocked;
@@ -233,6 +238,7 @@ int visock_tx_shutdown(struct visock_sock *vsk, int how);
 bool visock_tx_close(struct visock_sock *vsk);
 void visock_tx_close_work(struct work_struct *work);
 u32 visock_tx_space_locked(const struct visock_dp *dp);
+u32 visock_tx_wake_min_locked(const struct visock_dp *dp);
 
 /* visock_failover.c */
 void visock_dp_link_failed_locked(struct visock_dp *dp, const char *why,

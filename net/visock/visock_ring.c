@@ -163,6 +163,44 @@ u32 visock_ring_used(u32 ring, const struct visock_cursor *prod,
 }
 
 /**
+ * visock_tx_wake_space() - ring space worth waking a writer for
+ * @ring: size of the peer's receive ring in bytes
+ *
+ * As sk_stream_write_space() does for TCP, a writer waiting for space in
+ * the peer's ring is not woken for every few bytes the reader released:
+ * it waits until a quarter of the ring is free (or what it still has to
+ * write, see visock_tx_need()), so that it copies and posts large pieces
+ * and sleeps less often.  poll() reports EPOLLOUT from the same amount.
+ * visock_cons_update_due() releases at least that much per update while
+ * the ring is more than half full, so a waiting writer is woken by the
+ * first consumer update after it blocked.
+ *
+ * Return: max(@ring / 4, 1).
+ */
+u32 visock_tx_wake_space(u32 ring)
+{
+	return max(ring / 4, 1U);
+}
+
+/**
+ * visock_tx_need() - space a blocking writer waits for
+ * @ring: size of the peer's receive ring in bytes
+ * @left: bytes the writer still has to copy (not 0)
+ *
+ * A blocking sendmsg() copies into the peer's ring once this much is
+ * free, not before: all that is left when it fits, else
+ * visock_tx_wake_space().  It is never more than visock_tx_wake_space(),
+ * so visock_cons_update_due() always frees enough with one update once
+ * the reader consumed it.
+ *
+ * Return: min(@left, visock_tx_wake_space(@ring)), at least 1.
+ */
+u32 visock_tx_need(u32 ring, u64 left)
+{
+	return (u32)clamp_t(u64, left, 1, visock_tx_wake_space(ring));
+}
+
+/**
  * visock_cons_update_due() - should the receiver report its consumer cursor
  * @ring: size of the receive ring in bytes
  * @unconfirmed: bytes consumed locally since the consumer cursor was last
@@ -170,11 +208,12 @@ u32 visock_ring_used(u32 ring, const struct visock_cursor *prod,
  * @used: bytes in the ring not yet consumed locally (producer - consumer)
  * @peer_blocked: the peer said it is waiting for ring space
  *
- * Coalesces consumer cursor updates so that the receiver neither sends one
- * per read nor lets the sender stall.  With
+ * Coalesces consumer cursor updates, as TCP coalesces window updates, so
+ * that the receiver neither sends one per read nor lets the sender stall.
+ * With
  *
  *	half  = max(ring / 2, 1)
- *	small = min(max(ring / 8, 4096), half)
+ *	small = min(max(ring / 4, 4096), half)
  *	free  = ring - min(used + unconfirmed, ring)
  *
  * where free is the space the peer currently believes is available, an
@@ -183,11 +222,15 @@ u32 visock_ring_used(u32 ring, const struct visock_cursor *prod,
  *	unconfirmed >= half, or
  *	unconfirmed >= small and (peer_blocked or free <= ring / 2).
  *
- * So nothing is ever due while @unconfirmed is 0, at least 4 KiB (or an
- * eighth of the ring, whichever is larger, but never more than half of it)
- * are released per update unless half the ring is waiting to be released,
- * and an application that consumes everything always triggers an update
- * at the latest once half of the ring has been consumed unconfirmed.
+ * So nothing is ever due while @unconfirmed is 0, at least 4 KiB (or a
+ * quarter of the ring, whichever is larger, but never more than half of
+ * it) are released per update unless half the ring is waiting to be
+ * released, and an application that consumes everything always triggers
+ * an update at the latest once half of the ring has been consumed
+ * unconfirmed.  A writer that waits for space needs at most
+ * visock_tx_wake_space() <= small bytes and sees free < ring / 4, so the
+ * update that releases small bytes is due without being asked for: the
+ * writer does not have to announce that it is blocked.
  * Call it after local consumption and after new data arrived.
  *
  * Return: true if the consumer cursor should be sent now.
@@ -196,7 +239,7 @@ bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
 			    bool peer_blocked)
 {
 	u32 half = max(ring / 2, 1U);
-	u32 small = min(max(ring / 8, 4096U), half);
+	u32 small = min(max(ring / 4, 4096U), half);
 	u64 busy = min_t(u64, (u64)used + unconfirmed, ring);
 	u32 free = ring - (u32)busy;
 

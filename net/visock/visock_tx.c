@@ -5,12 +5,21 @@
  * The send buffer mirrors the peer's receive ring: the byte at stream
  * position p sits at offset p % size in both.  sendmsg() copies the
  * application's bytes into the send buffer as far as the peer's last
- * consumer cursor allows (struct visock_dp.tx_written), and
- * visock_tx_push_locked() posts what is not posted yet (@tx_sent) as one
- * RDMA WRITE WITH IMMEDIATE, or a WRITE plus a WRITE WITH IMMEDIATE when
- * the range wraps, whenever a send queue slot and a credit are available.
- * Completions, returned credits and consumer updates push again, so
- * nothing waits for the application.  The immediate data carries the
+ * consumer cursor allows (struct visock_dp.tx_written), all of a call at
+ * once when it fits, and visock_tx_push_locked() posts what is not posted
+ * yet (@tx_sent) as one RDMA WRITE WITH IMMEDIATE per VISOCK_IMM_LEN_MAX
+ * bytes, or a WRITE plus a WRITE WITH IMMEDIATE when the range wraps,
+ * whenever a send queue slot and a credit are available.  Completions,
+ * returned credits and consumer updates push again, so nothing waits for
+ * the application.
+ *
+ * A blocking writer that finds too little space waits until
+ * visock_tx_need() bytes are free (all it has left, at most a quarter of
+ * the ring) instead of copying and posting every few bytes the reader
+ * releases, and is only woken when that much is free (@tx_need).  It
+ * sends no message to say that it waits: the reader's consumer updates
+ * (visock_cons_update_due()) release that much on their own while the
+ * ring is more than half full.  The immediate data carries the
  * peer's connection index on its QP, the byte count (up to
  * VISOCK_IMM_LEN_MAX per transfer) and the credits we return
  * (visock_wire.h).
@@ -206,15 +215,33 @@ void visock_tx_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 					ctrl_cqe), wc, false);
 }
 
-/* Wait condition of a writer; takes @dp->lock. */
-static bool visock_tx_writable(struct visock_dp *dp)
+/**
+ * visock_tx_wake_min_locked() - space that wakes writers
+ * @dp: data path state
+ *
+ * A consumer update that leaves less space than this wakes nobody: a
+ * blocked writer waits for @dp->tx_need bytes, a poller for
+ * visock_tx_wake_space() (EPOLLOUT).
+ *
+ * Context: under @dp->lock.
+ * Return: bytes of free space from which sk_write_space() is called.
+ */
+u32 visock_tx_wake_min_locked(const struct visock_dp *dp)
+{
+	u32 min = visock_tx_wake_space(dp->tx_size);
+
+	return dp->tx_need ? min_t(u32, dp->tx_need, min) : min;
+}
+
+/* Wait condition of a writer that needs @need bytes; takes @dp->lock. */
+static bool visock_tx_writable(struct visock_dp *dp, u32 need)
 {
 	struct sock *sk = &dp->vsk->sk;
 	bool ret;
 
 	spin_lock_bh(&dp->lock);
-	ret = visock_tx_space_locked(dp) || !visock_dp_alive(dp->state) ||
-	      dp->peer_closed;
+	ret = visock_tx_space_locked(dp) >= need ||
+	      !visock_dp_alive(dp->state) || dp->peer_closed;
 	spin_unlock_bh(&dp->lock);
 	return ret || READ_ONCE(sk->sk_err) ||
 	       (READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN);
@@ -273,7 +300,8 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 	struct sock *sk = &vsk->sk;
 	unsigned int wake = 0;
 	size_t copied = 0;
-	u32 space, off, n, want;
+	u32 space, off, n, want, need;
+	bool wait_space;
 	long timeo;
 	int err = 0;
 
@@ -282,30 +310,34 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 	lock_sock(sk);
 	add_wait_queue(sk_sleep(sk), &wait);
 	while (copied < len) {
+		need = visock_tx_need(dp->tx_size, len - copied);
 		spin_lock_bh(&dp->lock);
 		err = visock_tx_check(dp, copied);
 		space = visock_tx_space_locked(dp);
 		off = dp->tx_written.count;
-		if (!err && !space) {
+		/*
+		 * Wait for a useful amount of space; without time to wait
+		 * (non-blocking, or SO_SNDTIMEO ran out) take what there is.
+		 */
+		wait_space = !err && space < need && (!space || timeo);
+		if (wait_space && !visock_wait_err(timeo)) {
 			dp->tx_waits++;
 			VISOCK_STAT_ADD(&dp->vsk->sk, tx_waits, 1);
-			if (!dp->tx_blocked) {
-				/* Ask the peer to report consumption soon. */
-				dp->tx_blocked = true;
-				dp->ctrl_pending = true;
-				visock_tx_push_locked(dp, &wake);
-			}
+			/* Several writers (lock_sock() is released): the least. */
+			if (!dp->tx_need || need < dp->tx_need)
+				dp->tx_need = need;
 		}
+		/* Told the peer with any cursor message we send meanwhile. */
+		dp->tx_blocked = wait_space;
 		spin_unlock_bh(&dp->lock);
-		visock_dp_wake(dp, wake);
-		wake = 0;
 		if (err)
 			break;
-		if (!space) {
+		if (wait_space) {
 			err = visock_wait_err(timeo);
 			if (err)
 				break;
-			sk_wait_event(sk, &timeo, visock_tx_writable(dp), &wait);
+			sk_wait_event(sk, &timeo, visock_tx_writable(dp, need),
+				      &wait);
 			continue;
 		}
 
@@ -327,6 +359,9 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		}
 	}
 	remove_wait_queue(sk_sleep(sk), &wait);
+	spin_lock_bh(&dp->lock);
+	dp->tx_blocked = false;
+	spin_unlock_bh(&dp->lock);
 	release_sock(sk);
 
 	if (copied)

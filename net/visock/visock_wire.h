@@ -178,6 +178,8 @@ u32 visock_ring_used(u32 ring, const struct visock_cursor *prod,
 		     const struct visock_cursor *cons);
 bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
 			    bool peer_blocked);
+u32 visock_tx_wake_space(u32 ring);
+u32 visock_tx_need(u32 ring, u64 left);
 
 /* ------------------------------------------------------------------ */
 /* Data path: cursor messages (CDC) and immediate data                */

@@ -367,8 +367,8 @@ struct due_case {
 
 /*
  * ring 16 KiB: half 8192, small 4096
- * ring 1 MiB:  half 512 KiB, small 128 KiB
- * ring 8 MiB:  half 4 MiB, small 1 MiB
+ * ring 1 MiB:  half 512 KiB, small 256 KiB
+ * ring 8 MiB:  half 4 MiB, small 2 MiB
  * ring 4096:   half 2048, small 2048
  * ring 1000:   half 500, small 500
  * ring 1:      half 1, small 1
@@ -386,15 +386,17 @@ static const struct due_case due_cases[] = {
 	{ "16k_half", 16 * KIB, 8192, 0, false, true },
 	{ "16k_all", 16 * KIB, 16 * KIB, 0, false, true },
 	{ "16k_bogus_used", 16 * KIB, 4096, 0xffffffffU, false, true },
-	{ "1m_below_small", MIB, 128 * KIB - 1, 900 * KIB, true, false },
-	{ "1m_small_blocked", MIB, 128 * KIB, 0, true, true },
-	{ "1m_small_free_large", MIB, 128 * KIB, 100 * KIB, false, false },
-	{ "1m_small_free_half", MIB, 128 * KIB, 384 * KIB, false, true },
+	{ "1m_below_small", MIB, 256 * KIB - 1, 768 * KIB, true, false },
+	{ "1m_old_small_ring_full", MIB, 128 * KIB, 896 * KIB, false, false },
+	{ "1m_small_blocked", MIB, 256 * KIB, 0, true, true },
+	{ "1m_small_free_large", MIB, 256 * KIB, 100 * KIB, false, false },
+	{ "1m_small_free_half", MIB, 256 * KIB, 256 * KIB, false, true },
+	{ "1m_small_ring_full", MIB, 256 * KIB, 768 * KIB, false, true },
 	{ "1m_below_half", MIB, 512 * KIB - 1, 0, false, false },
 	{ "1m_below_half_free_half", MIB, 512 * KIB - 1, 1, false, true },
 	{ "1m_half", MIB, 512 * KIB, 0, false, true },
-	{ "8m_small_blocked", 8 * MIB, MIB, 0, true, true },
-	{ "8m_below_small_blocked", 8 * MIB, MIB - 1, 7 * MIB, true, false },
+	{ "8m_small_blocked", 8 * MIB, 2 * MIB, 0, true, true },
+	{ "8m_below_small_blocked", 8 * MIB, 2 * MIB - 1, 6 * MIB, true, false },
 	{ "8m_half", 8 * MIB, 4 * MIB, 0, false, true },
 	{ "8m_4k_blocked", 8 * MIB, 4096, 0, true, false },
 	{ "4k_below_small_blocked", 4096, 2047, 2049, true, false },
@@ -435,7 +437,7 @@ static void visock_cons_update_rule_test(struct kunit *test)
 	for (i = 0; i < ARRAY_SIZE(rings); i++) {
 		u32 ring = rings[i];
 		u32 half = max(ring / 2, 1U);
-		u32 small = min(max(ring / 8, 4096U), half);
+		u32 small = min(max(ring / 4, 4096U), half);
 		u32 step = max(ring / 97, 1U);
 		u32 unc, used;
 
@@ -466,6 +468,198 @@ static void visock_cons_update_rule_test(struct kunit *test)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* Writer wake-up threshold                                             */
+/* ------------------------------------------------------------------ */
+
+static void visock_tx_wake_space_test(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, visock_tx_wake_space(0), 1U);
+	KUNIT_EXPECT_EQ(test, visock_tx_wake_space(1), 1U);
+	KUNIT_EXPECT_EQ(test, visock_tx_wake_space(7), 1U);
+	KUNIT_EXPECT_EQ(test, visock_tx_wake_space(8), 2U);
+	KUNIT_EXPECT_EQ(test, visock_tx_wake_space(16 * KIB), 4 * KIB);
+	KUNIT_EXPECT_EQ(test, visock_tx_wake_space(64 * KIB), 16 * KIB);
+	KUNIT_EXPECT_EQ(test, visock_tx_wake_space(MIB), 256 * KIB);
+	KUNIT_EXPECT_EQ(test, visock_tx_wake_space(1U << 31), 1U << 29);
+}
+
+static void visock_tx_need_test(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, visock_tx_need(MIB, 0), 1U);
+	KUNIT_EXPECT_EQ(test, visock_tx_need(MIB, 1), 1U);
+	KUNIT_EXPECT_EQ(test, visock_tx_need(MIB, 64 * KIB), 64 * KIB);
+	KUNIT_EXPECT_EQ(test, visock_tx_need(MIB, 256 * KIB), 256 * KIB);
+	KUNIT_EXPECT_EQ(test, visock_tx_need(MIB, 256 * KIB + 1), 256 * KIB);
+	KUNIT_EXPECT_EQ(test, visock_tx_need(MIB, 1ULL << 40), 256 * KIB);
+	KUNIT_EXPECT_EQ(test, visock_tx_need(64 * KIB, 64 * KIB), 16 * KIB);
+	KUNIT_EXPECT_EQ(test, visock_tx_need(64 * KIB, 100), 100U);
+	KUNIT_EXPECT_EQ(test, visock_tx_need(1, 5), 1U);
+}
+
+/*
+ * What the writer's rule relies on: a writer that waits (free space
+ * below visock_tx_need(), which is at most visock_tx_wake_space()) gets
+ * a consumer update without asking for it as soon as the reader consumed
+ * enough, and that one update frees what it waits for.
+ */
+static void visock_tx_wait_released_test(struct kunit *test)
+{
+	static const u32 rings[] = { 1, 2, 7, 4096, 5000, 16 * KIB, 40000,
+				     64 * KIB };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(rings); i++) {
+		u32 ring = rings[i];
+		u32 step = max(ring / 61, 1U);
+		u32 need = visock_tx_wake_space(ring);
+		u32 unc, used;
+
+		KUNIT_ASSERT_GE(test, need, 1U);
+		for (unc = 0; unc <= ring; unc += step) {
+			for (used = 0; used <= ring - unc; used += step) {
+				u32 free = ring - used - unc;
+				bool due = visock_cons_update_due(ring, unc,
+								  used, false);
+
+				if (free >= need)
+					continue;
+				/* Waiting: released with free + unc. */
+				if (due)
+					KUNIT_ASSERT_GE_MSG(test, free + unc,
+							    need,
+							    "ring %u unc %u used %u",
+							    ring, unc, used);
+				/* Everything read: an update is due. */
+				if (!used)
+					KUNIT_ASSERT_TRUE_MSG(test, due,
+							      "ring %u unc %u",
+							      ring, unc);
+			}
+		}
+	}
+}
+
+/*
+ * A model of one stream: a blocking writer of @wsize-byte writes (as
+ * sendmsg() does: waits for visock_tx_need(), then copies all that fits
+ * and posts it as one transfer, two when it crosses the ring end) and a
+ * reader that reads up to @rsize bytes whenever data is there, sending a
+ * consumer update when visock_cons_update_due() says so; the writer
+ * never announces that it waits.  Returns the transfers; counts the
+ * consumer updates and writer waits.  Fails the test if the stream
+ * stops before @total bytes (a deadlock).
+ */
+struct stream_model {
+	u32 ring;
+	u32 wsize;
+	u32 rsize;
+	u64 total;
+	bool reader_first;	/* reads whenever it can, else only when full */
+	u64 xfers;
+	u64 updates;
+	u64 waits;
+};
+
+static void stream_model_run(struct kunit *test, struct stream_model *m)
+{
+	u64 written = 0, prod = 0, cons = 0, cons_sent = 0, left = 0;
+	u64 steps = 0;
+	bool waiting = false;
+
+	while (cons < m->total) {
+		u64 space = m->ring - (written - cons_sent);
+		bool moved = false;
+		u32 n;
+
+		KUNIT_ASSERT_LT_MSG(test, steps++, 100ULL * m->total,
+				    "ring %u: no progress", m->ring);
+		if (!left && written < m->total)
+			left = min_t(u64, m->wsize, m->total - written);
+		/* Writer. */
+		if (left && space >= visock_tx_need(m->ring, left)) {
+			n = min_t(u64, space, left);
+			m->xfers += (written % m->ring) + n > m->ring ? 2 : 1;
+			written += n;
+			left -= n;
+			prod = written;
+			waiting = false;
+			moved = true;
+		} else if (left && !waiting) {
+			waiting = true;
+			m->waits++;
+		}
+		/* Reader: when asked to read eagerly, or the writer is stuck. */
+		if (prod > cons && (m->reader_first || !moved)) {
+			n = min_t(u64, m->rsize, prod - cons);
+			cons += n;
+			moved = true;
+		}
+		if (cons > cons_sent &&
+		    visock_cons_update_due(m->ring, cons - cons_sent,
+					   prod - cons, false)) {
+			cons_sent = cons;
+			m->updates++;
+			moved = true;
+		}
+		KUNIT_ASSERT_TRUE_MSG(test, moved,
+				      "ring %u wsize %u rsize %u: stuck at %llu of %llu (written %llu, confirmed %llu)",
+				      m->ring, m->wsize, m->rsize, cons,
+				      m->total, written, cons_sent);
+	}
+}
+
+static void visock_stream_model_test(struct kunit *test)
+{
+	static const u32 rings[] = { 4096, 16 * KIB, 64 * KIB, MIB };
+	static const u32 sizes[] = { 1, 100, 4096, 64 * KIB, 300 * KIB };
+	unsigned int r, w, q;
+
+	for (r = 0; r < ARRAY_SIZE(rings); r++)
+		for (w = 0; w < ARRAY_SIZE(sizes); w++)
+			for (q = 0; q < ARRAY_SIZE(sizes); q++) {
+				struct stream_model m = {
+					.ring = rings[r],
+					.wsize = sizes[w],
+					.rsize = sizes[q],
+					.total = 4ULL * rings[r] + 12345,
+					.reader_first = (w + q) & 1,
+				};
+
+				/* Byte by byte: a shorter stream. */
+				if (sizes[w] == 1 || sizes[q] == 1)
+					m.total = min_t(u64, m.total,
+							128 * KIB + 123);
+				stream_model_run(test, &m);
+			}
+}
+
+/*
+ * 64 KiB writes into a 1 MiB ring: one transfer per write, and a reader
+ * that reads 64 KiB at a time after the writer filled the ring sends a
+ * consumer update per quarter of the ring (4 per MiB), not per read.
+ */
+static void visock_stream_model_1m_test(struct kunit *test)
+{
+	struct stream_model m = {
+		.ring = MIB, .wsize = 64 * KIB, .rsize = 64 * KIB,
+		.total = 32ULL * MIB,
+	};
+
+	stream_model_run(test, &m);
+	KUNIT_EXPECT_EQ(test, m.xfers, m.total / m.wsize);
+	KUNIT_EXPECT_LE(test, m.updates, 4 * 32ULL + 1);
+	KUNIT_EXPECT_LE(test, m.waits, 4 * 32ULL + 1);
+
+	m = (struct stream_model){
+		.ring = MIB, .wsize = 64 * KIB, .rsize = 64 * KIB,
+		.total = 32ULL * MIB, .reader_first = true,
+	};
+	stream_model_run(test, &m);
+	KUNIT_EXPECT_EQ(test, m.xfers, m.total / m.wsize);
+	KUNIT_EXPECT_LE(test, m.updates, 4 * 32ULL + 1);
+}
+
 static struct kunit_case visock_ring_test_cases[] = {
 	KUNIT_CASE_PARAM(visock_sizeclass_for_test, sc_gen_params),
 	KUNIT_CASE(visock_sizeclass_bytes_test),
@@ -476,6 +670,11 @@ static struct kunit_case visock_ring_test_cases[] = {
 	KUNIT_CASE(visock_cursor_walk_test),
 	KUNIT_CASE_PARAM(visock_cons_update_due_test, due_gen_params),
 	KUNIT_CASE(visock_cons_update_rule_test),
+	KUNIT_CASE(visock_tx_wake_space_test),
+	KUNIT_CASE(visock_tx_need_test),
+	KUNIT_CASE(visock_tx_wait_released_test),
+	KUNIT_CASE(visock_stream_model_test),
+	KUNIT_CASE(visock_stream_model_1m_test),
 	{}
 };
 

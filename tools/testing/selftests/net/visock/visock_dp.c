@@ -26,6 +26,10 @@
  * ring_sizes		ring sizes are the size classes of SO_RCVBUF or of
  *			net.visock.rbuf_default
  * connect_storm	48 non-blocking connects at once all settle on RDMA
+ * wr_per_write		32 MiB as 64 KiB writes into a 1 MiB ring take at most
+ *			1.1 RDMA work requests per write (and, reported only,
+ *			the same into the default ring): cursor messages and
+ *			ring-full waits per MiB are printed
  *
  * No test checks how long anything takes; every wait is bounded.
  */
@@ -1224,6 +1228,133 @@ static void connect_storm(struct vt_ctx *c)
 		close(fds[i]);
 }
 
+/* ---- wr_per_write ---- */
+
+#define WPW_LEN		(32 * MiB)
+#define WPW_WRITE	(64 * KiB)
+#define WPW_RING	(1 * MiB)
+/* The bound on the 1 MiB ring, in hundredths of a work request. */
+#define WPW_MAX_X100	110
+
+static long long wpw_orig_default = -1;
+
+static void wpw_cleanup(const struct vt_ctx *c)
+{
+	(void)c;
+	if (wpw_orig_default >= 0)
+		hu_write_ll(RBUF_DEFAULT_PATH, wpw_orig_default);
+}
+
+/* /proc/net/visock counters the test looks at. */
+struct wpw_ctr {
+	long long wr, bytes, cdc, waits;
+};
+
+static void wpw_snap(struct wpw_ctr *w)
+{
+	w->wr = hu_proc_get("rdma_wr_posted");
+	w->bytes = hu_proc_get("rdma_bytes_sent");
+	w->cdc = hu_proc_get("cursor_msgs_sent");
+	w->waits = hu_proc_get("tx_ring_full_waits");
+	vt_assert(w->wr >= 0 && w->bytes >= 0 && w->cdc >= 0 && w->waits >= 0,
+		  "%s: rdma_wr_posted, rdma_bytes_sent, cursor_msgs_sent or tx_ring_full_waits missing",
+		  HU_PROC_PATH);
+}
+
+/*
+ * One connection, client to server: WPW_LEN bytes as write()s of
+ * WPW_WRITE, checked by the receiver.  Returns the work requests per
+ * write of the sender, in hundredths (client), or 0 (server).
+ */
+static long long wpw_stream(struct vt_ctx *c, const char *what)
+{
+	uint64_t writes = WPW_LEN / WPW_WRITE;
+	struct visock_info v0, v1;
+	struct wpw_ctr a, b;
+	long long peer_cdc, ring, x100;
+	struct pat p;
+	int fd;
+
+	fd = dp_pair(c);
+	hu_get_info(fd, &v0);
+	ring = vt_is_client(c) ? v0.vi_peer_rbuf_size : v0.vi_rbuf_size;
+	vt_sync(c, "go");
+	wpw_snap(&a);
+	pat_init(&p, 90);
+	if (!vt_is_client(c)) {
+		pat_recv(fd, &p, WPW_LEN, what);
+		sum_check(c, &p, what);
+		su_expect_eof(fd);
+		wpw_snap(&b);
+		hu_get_info(fd, &v1);
+		/* The receiver's cursor messages are its consumer updates. */
+		vt_send_num(c, "CDC", b.cdc - a.cdc);
+		vt_diag("%s: receiver: ring %lld, cursor messages %lld (%.2f/MiB), socket %llu",
+			what, ring, b.cdc - a.cdc,
+			(double)(b.cdc - a.cdc) * MiB / WPW_LEN,
+			(unsigned long long)(v1.vi_cdc_sent - v0.vi_cdc_sent));
+		close(fd);
+		return 0;
+	}
+	pat_send(fd, &p, WPW_LEN);
+	sum_send(c, &p);
+	vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+	peer_cdc = vt_recv_num(c, "CDC");
+	wpw_snap(&b);
+	hu_get_info(fd, &v1);
+	hu_expect_rdma(fd, what, NULL);
+	close(fd);
+
+	vt_assert(b.bytes - a.bytes >= (long long)WPW_LEN,
+		  "%s: %s rdma_bytes_sent grew by %lld, expected >= %llu",
+		  what, HU_PROC_PATH, b.bytes - a.bytes, WPW_LEN);
+	x100 = ((b.wr - a.wr) * 100 + (long long)writes - 1) / (long long)writes;
+	vt_diag("%s: ring %lld, %llu writes of %llu: %lld work requests, %.3f/write (socket %llu)",
+		what, ring, (unsigned long long)writes, WPW_WRITE, b.wr - a.wr,
+		(double)(b.wr - a.wr) / (double)writes,
+		(unsigned long long)(v1.vi_rdma_wr_posted - v0.vi_rdma_wr_posted));
+	vt_diag("%s: cursor messages per MiB: %.2f (sender %lld, receiver %lld)",
+		what, (double)(b.cdc - a.cdc + peer_cdc) * MiB / WPW_LEN,
+		b.cdc - a.cdc, peer_cdc);
+	vt_diag("%s: writer waits per MiB: %.2f (%lld; this socket %llu)",
+		what, (double)(b.waits - a.waits) * MiB / WPW_LEN,
+		b.waits - a.waits,
+		(unsigned long long)(v1.vi_tx_waits - v0.vi_tx_waits));
+	return x100;
+}
+
+/*
+ * A stream of 64 KiB writes into a ring that holds several of them
+ * costs about one RDMA work request per write: one WRITE WITH
+ * IMMEDIATE each, and hardly any cursor messages of the writer.  The
+ * same stream into the default ring is only reported.
+ */
+static void wr_per_write(struct vt_ctx *c)
+{
+	long long x100;
+
+	hu_need_rdma(c);
+	wpw_orig_default = hu_read_ll(RBUF_DEFAULT_PATH);
+	vt_assert(wpw_orig_default > 0, "%s: %s", RBUF_DEFAULT_PATH,
+		  strerror(errno));
+	vt_set_cleanup(wpw_cleanup);
+	vt_assert(!hu_write_ll(RBUF_DEFAULT_PATH, WPW_RING), "writing %s: %s",
+		  RBUF_DEFAULT_PATH, strerror(errno));
+	vt_sync(c, "ring_1m");
+	x100 = wpw_stream(c, "1 MiB ring");
+
+	wpw_cleanup(c);
+	wpw_orig_default = -1;
+	vt_sync(c, "ring_default");
+	wpw_stream(c, "default ring");
+
+	if (vt_is_client(c))
+		vt_assert(x100 <= WPW_MAX_X100,
+			  "1 MiB ring: %lld.%02lld work requests per 64 KiB write, expected at most %d.%02d",
+			  x100 / 100, x100 % 100, WPW_MAX_X100 / 100,
+			  WPW_MAX_X100 % 100);
+}
+
 static const struct vt_test tests[] = {
 	T(rdma_bytes, 240, "64 MiB each way go by RDMA, none by TCP"),
 	T(wrap_offsets, 120, "the stream crosses the ring end at many offsets"),
@@ -1234,6 +1365,7 @@ static const struct vt_test tests[] = {
 	T(epoll_wakeups, 120, "edge-triggered epoll: no lost wake-up"),
 	T(ring_sizes, 120, "ring size classes from SO_RCVBUF and the sysctl"),
 	T(connect_storm, 180, "48 non-blocking connects at once, all RDMA"),
+	T(wr_per_write, 300, "64 KiB writes: at most 1.1 work requests each"),
 };
 
 int main(int argc, char **argv)
