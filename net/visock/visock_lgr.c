@@ -233,6 +233,7 @@ static void visock_qp_queue_idle(struct visock_qp *q, unsigned long delay)
 static void visock_qp_peer_delete(struct visock_qp *q)
 {
 	pr_debug("visock: QP %u: the peer ends it\n", q->qpn);
+	WRITE_ONCE(q->peer_deleted, true);
 	WRITE_ONCE(q->dying, true);
 	/* Gone as soon as its last connection is. */
 	visock_qp_queue_idle(q, 0);
@@ -868,9 +869,12 @@ static void visock_qp_idle_work(struct work_struct *work)
 	 * Either end says so: a server's end goes early too (a connection
 	 * on it failed over, or none completed its handshake), and a
 	 * client that went on using its end would have its next connection
-	 * declined with LINK_GONE.
+	 * declined with LINK_GONE.  Not back to a peer that said so first:
+	 * its end is going, and waiting for an acknowledgment it will not
+	 * send would only delay the teardown.
 	 */
-	if (!test_bit(VISOCK_QP_BROKEN, &q->broken))
+	if (!test_bit(VISOCK_QP_BROKEN, &q->broken) &&
+	    !READ_ONCE(q->peer_deleted))
 		visock_qp_send_delete(q);
 	mutex_lock(&q->lock);
 	trace_visock_link_down(q->qpn, q->state == VISOCK_QP_UP, false);
@@ -1404,7 +1408,8 @@ void visock_lgr_net_exit(struct net *net)
 		/* Sees @listed false if it runs; wait for it to return. */
 		if (cancel_delayed_work_sync(&q->idle_work))
 			kref_put(&q->ref, visock_qp_free);
-		if (!test_bit(VISOCK_QP_BROKEN, &q->broken))
+		if (!test_bit(VISOCK_QP_BROKEN, &q->broken) &&
+		    !READ_ONCE(q->peer_deleted))
 			visock_qp_send_delete(q);
 		mutex_lock(&q->lock);
 		visock_qp_release_verbs(q);

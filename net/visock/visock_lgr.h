@@ -119,6 +119,8 @@ struct visock_qp_rx {
  * @net_node: entry in visock_net.qps, under its lgr_lock
  * @listed: on that list (under lgr_lock)
  * @dying: takes no new connections (under lgr_lock; read locklessly)
+ * @peer_deleted: the peer's delete link message arrived: its end goes,
+ *	ours need not tell it (written in softirq, read locklessly)
  * @nconns: connections attached or being attached (under lgr_lock)
  * @max_conns: connections it may take
  * @links: attached connections (struct visock_link.qp_node)
@@ -184,6 +186,7 @@ struct visock_qp {
 	struct list_head net_node;
 	bool listed;
 	bool dying;
+	bool peer_deleted;
 	unsigned int nconns;
 	unsigned int max_conns;
 	struct list_head links;

@@ -704,10 +704,14 @@ static void stats_match(struct vt_ctx *c)
 	vt_sync(c, "checked");
 
 	close_conns(k, n, lfd);
-	/* The links go away once both ends closed. */
+	/*
+	 * The links go away once both ends closed; a QP's rings are
+	 * unregistered as it is freed, just after it left the qps gauge.
+	 */
 	for (i = 0; i < 100; i++) {
 		out = run_ctl("stats --json");
-		if (json_num(out, "qps") == 0 && json_num(out, "sockets") == 0)
+		if (json_num(out, "qps") == 0 && json_num(out, "sockets") == 0 &&
+		    json_num(out, "registered_bytes") == 0)
 			break;
 		free(out);
 		out = NULL;

@@ -590,6 +590,7 @@ static int sig_accept(int lfd)
 static void signals(struct vt_ctx *c)
 {
 	long long end, n = 0, rdma = 0;
+	unsigned int fb_mode = 0, fb_reason = 0;
 	struct visock_info vi;
 	int lfd = -1, port = 0, fd;
 	pid_t storm;
@@ -633,6 +634,10 @@ static void signals(struct vt_ctx *c)
 		}
 		n++;
 		rdma += vi.vi_mode == VISOCK_MODE_RDMA;
+		if (vi.vi_mode != VISOCK_MODE_RDMA && !fb_mode) {
+			fb_mode = vi.vi_mode;
+			fb_reason = vi.vi_fallback_reason;
+		}
 	}
 	storm_stop(storm);
 	if (lfd >= 0)
@@ -643,8 +648,10 @@ static void signals(struct vt_ctx *c)
 		rdma, __atomic_load_n(&sig_seen, __ATOMIC_RELAXED),
 		eintrs[E_CONNECT], eintrs[E_ACCEPT], eintrs[E_WRITE],
 		eintrs[E_READ]);
-	vt_assert(n > 0 && rdma == n, "%lld of %lld connections on RDMA", rdma,
-		  n);
+	vt_assert(n > 0 && rdma == n,
+		  "%lld of %lld connections on RDMA (the first other: mode %u, fallback reason %s)",
+		  rdma, n, fb_mode,
+		  fb_reason < HU_NFB ? hu_fb_names[fb_reason] : "?");
 	vt_assert(__atomic_load_n(&sig_seen, __ATOMIC_RELAXED) > 100,
 		  "only %d SIGUSR1 arrived", sig_seen);
 	vt_assert(eintrs[E_CONNECT] + eintrs[E_ACCEPT] + eintrs[E_WRITE] +
