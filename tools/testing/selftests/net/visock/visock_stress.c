@@ -219,9 +219,14 @@ static void client_one(struct vt_ctx *c, int port, enum op op,
 	if (fd < 0)
 		return;
 	if (early) {
-		/* First write as soon as the socket is writable. */
-		vt_assert(su_poll(fd, POLLOUT, SU_WAIT_MS) & POLLOUT,
-			  "non-blocking connect: no POLLOUT");
+		/*
+		 * First write as soon as the socket is writable: once the
+		 * handshake settled, which may take up to its timeout (a
+		 * link being set up, a registration that does not complete).
+		 */
+		vt_assert(su_poll(fd, POLLOUT, (STRESS_HS_TIMEOUT_MS +
+						SU_WAIT_MS) * vt_time_scale) &
+			  POLLOUT, "non-blocking connect: no POLLOUT");
 		su_nonblock(fd, false);
 		__atomic_add_fetch(&sh->early_write, 1, __ATOMIC_RELAXED);
 	}
