@@ -808,11 +808,22 @@ static void visock_qp_ka_stop(struct visock_qp *q)
 		kref_put(&q->ref, visock_qp_free);
 }
 
-/* Tell the peer we are about to destroy our end of a QP; best effort. */
+/*
+ * Tell the peer we are about to destroy our end of a QP; best effort.
+ * Either end says so: a server's end goes early too (a connection on it
+ * failed over, or none completed its handshake), and a client that went
+ * on using its end would have its next connection declined with
+ * LINK_GONE.  Not on a broken QP, and not back to a peer that said so
+ * first: its end is going, and waiting for an acknowledgment it will not
+ * send would only delay the teardown.
+ */
 static void visock_qp_send_delete(struct visock_qp *q)
 {
 	int err;
 
+	if (test_bit(VISOCK_QP_BROKEN, &q->broken) ||
+	    READ_ONCE(q->peer_deleted))
+		return;
 	mutex_lock(&q->lock);
 	if (q->state != VISOCK_QP_UP || q->dead || !q->ctrl_mapped) {
 		mutex_unlock(&q->lock);
@@ -865,17 +876,7 @@ static void visock_qp_idle_work(struct work_struct *work)
 	atomic64_inc(&vn->lgr_qps_destroyed);
 	mutex_unlock(&vn->lgr_lock);
 
-	/*
-	 * Either end says so: a server's end goes early too (a connection
-	 * on it failed over, or none completed its handshake), and a
-	 * client that went on using its end would have its next connection
-	 * declined with LINK_GONE.  Not back to a peer that said so first:
-	 * its end is going, and waiting for an acknowledgment it will not
-	 * send would only delay the teardown.
-	 */
-	if (!test_bit(VISOCK_QP_BROKEN, &q->broken) &&
-	    !READ_ONCE(q->peer_deleted))
-		visock_qp_send_delete(q);
+	visock_qp_send_delete(q);
 	mutex_lock(&q->lock);
 	trace_visock_link_down(q->qpn, q->state == VISOCK_QP_UP, false);
 	visock_qp_release_verbs(q);
@@ -1408,9 +1409,7 @@ void visock_lgr_net_exit(struct net *net)
 		/* Sees @listed false if it runs; wait for it to return. */
 		if (cancel_delayed_work_sync(&q->idle_work))
 			kref_put(&q->ref, visock_qp_free);
-		if (!test_bit(VISOCK_QP_BROKEN, &q->broken) &&
-		    !READ_ONCE(q->peer_deleted))
-			visock_qp_send_delete(q);
+		visock_qp_send_delete(q);
 		mutex_lock(&q->lock);
 		visock_qp_release_verbs(q);
 		WRITE_ONCE(q->dead, true);
