@@ -320,7 +320,9 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		 * (non-blocking, or SO_SNDTIMEO ran out) take what there is.
 		 */
 		wait_space = !err && space < need && (!space || timeo);
-		if (wait_space && !visock_wait_err(timeo)) {
+		if (wait_space)
+			err = visock_wait_err(timeo);
+		if (wait_space && !err) {
 			dp->tx_waits++;
 			VISOCK_STAT_ADD(&dp->vsk->sk, tx_waits, 1);
 			/* Several writers (lock_sock() is released): the least. */
@@ -333,9 +335,6 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		if (err)
 			break;
 		if (wait_space) {
-			err = visock_wait_err(timeo);
-			if (err)
-				break;
 			sk_wait_event(sk, &timeo, visock_tx_writable(dp, need),
 				      &wait);
 			continue;
