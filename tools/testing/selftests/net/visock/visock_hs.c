@@ -2711,6 +2711,22 @@ static int rdma_accept(int lfd, const char *what, int *pport)
 }
 
 /*
+ * After a replay: the replaying connection @fd moves checksummed data over
+ * TCP, and connections B (@b, streaming in @child) and A (@a) are intact
+ * and still on RDMA.  Both halves.
+ */
+static void replay_bystanders(struct vt_ctx *c, int fd, pid_t child, int a,
+			      int b)
+{
+	su_xfer(&fd, 1, XFER_LEN, XFER_MS);
+
+	xfer_child_done(child, "connection B");
+	expect_untouched(b, "connection B");
+	ping_both(c, a);
+	expect_untouched(a, "connection A");
+}
+
+/*
  * replay_req, client host.  Two normal connections: A creates the QP, B
  * joins it.  An AF_PACKET socket captures B's REQ and CONFIRM on the
  * wire.  While B streams checksummed data both ways, a connection with
@@ -2785,12 +2801,7 @@ static void replay_hostile(struct vt_ctx *c, const struct expect *x,
 	}
 	vt_send(c, "PATH fallback");
 	vt_sync(c, "xfer");
-	su_xfer(&fd, 1, XFER_LEN, XFER_MS);
-
-	xfer_child_done(child, "connection B");
-	expect_untouched(b, "connection B");
-	ping_both(c, a);
-	expect_untouched(a, "connection A");
+	replay_bystanders(c, fd, child, a, b);
 	vt_sync(c, "done");
 	close(fd);
 	close(a);
@@ -2854,12 +2865,7 @@ static void replay_normal(struct vt_ctx *c, const struct expect *x)
 			  nwant, ret);
 	}
 	vt_sync(c, "xfer");
-	su_xfer(&fd, 1, XFER_LEN, XFER_MS);
-
-	xfer_child_done(child, "connection B");
-	expect_untouched(b, "connection B");
-	ping_both(c, a);
-	expect_untouched(a, "connection A");
+	replay_bystanders(c, fd, child, a, b);
 	counters_delta(cnt);
 	fb_qp = x->reason == VISOCK_FB_QP_SETUP;
 	vt_assert(cnt[HC_QP_SETUP] == fb_qp && cnt[HC_BAD_MSG] == !fb_qp &&

@@ -516,9 +516,16 @@ static void churn(struct vt_ctx *c)
 	vt_sync(c, "idle");
 }
 
-/* ---- idle_teardown ---- */
+/* ---- idle_teardown, idle_server_first ---- */
 
-static void idle_teardown(struct vt_ctx *c)
+/*
+ * One end's QP idles out first (lgr_idle_ms @client_ms on the client,
+ * @server_ms on the server); the other end's must follow it within 20 s
+ * (only its delete link message can make it), and the next connection
+ * must be on RDMA over a new QP.
+ */
+static void idle_one_end_first(struct vt_ctx *c, long long client_ms,
+			       long long server_ms, const char *first)
 {
 	long long created0, destroyed0;
 	int fd;
@@ -529,11 +536,7 @@ static void idle_teardown(struct vt_ctx *c)
 	vt_assert(hu_proc_wait("qps", 0, 40000) == 0,
 		  "%lld QPs of earlier tests left", hu_proc("qps"));
 	vt_sync(c, "no QP");
-	/*
-	 * The server would keep its end for 2 * 60 + 2 s on its own: it
-	 * goes within 20 s only if the client's delete message arrives.
-	 */
-	sysctl_set("lgr_idle_ms", vt_is_client(c) ? 1000 : 60000);
+	sysctl_set("lgr_idle_ms", vt_is_client(c) ? client_ms : server_ms);
 	vt_sync(c, "set");
 	created0 = hu_proc("lgr_qps_created");
 	destroyed0 = hu_proc("lgr_qps_destroyed");
@@ -543,9 +546,9 @@ static void idle_teardown(struct vt_ctx *c)
 	vt_sync(c, "xfer");
 	close(fd);
 	vt_sync(c, "closed");
-	/* Both ends go: the client's idle work tells the server. */
 	vt_assert(hu_proc_wait("qps", 0, 20000) == 0,
-		  "%lld QPs still there after 20 s idle", hu_proc("qps"));
+		  "%lld QP(s) still there 20 s after the %s's end idled out",
+		  hu_proc("qps"), first);
 	vt_assert(hu_proc("lgr_qps_destroyed") > destroyed0,
 		  "lgr_qps_destroyed did not grow");
 	vt_sync(c, "gone");
@@ -560,43 +563,23 @@ static void idle_teardown(struct vt_ctx *c)
 }
 
 /*
- * The other way round: the server's end idles out first (hosts may well
- * have different net.visock.lgr_idle_ms).  The client would keep its end
- * for a minute and name it in its next REQ, which the server would have
- * to decline (LINK_GONE); the server's delete message takes it away.
+ * The client's end goes after 1 s; the server would keep its end for
+ * 2 * 60 + 2 s on its own.
+ */
+static void idle_teardown(struct vt_ctx *c)
+{
+	idle_one_end_first(c, 1000, 60000, "client");
+}
+
+/*
+ * The other way round: the server's end idles out first, after
+ * 2 * 100 ms + 2 s (hosts may well have different net.visock.lgr_idle_ms).
+ * The client would keep its end for a minute and name it in its next
+ * REQ, which the server would have to decline (LINK_GONE).
  */
 static void idle_server_first(struct vt_ctx *c)
 {
-	long long created0;
-	int fd;
-
-	hu_need_rdma(c);
-	sysctl_set("lgr_idle_ms", 0);
-	vt_assert(hu_proc_wait("qps", 0, 40000) == 0,
-		  "%lld QPs of earlier tests left", hu_proc("qps"));
-	vt_sync(c, "no QP");
-	/* The server's end goes after 2 * 100 ms + 2 s. */
-	sysctl_set("lgr_idle_ms", vt_is_client(c) ? 60000 : 100);
-	vt_sync(c, "set");
-	created0 = hu_proc("lgr_qps_created");
-	fd = su_pair(c);
-	hu_expect_rdma(fd, "first connection", NULL);
-	su_xfer(&fd, 1, 64 * KiB, XFER_MS);
-	vt_sync(c, "xfer");
-	close(fd);
-	vt_sync(c, "closed");
-	vt_assert(hu_proc_wait("qps", 0, 20000) == 0,
-		  "%lld QP(s) still there 20 s after the server's end idled out",
-		  hu_proc("qps"));
-	vt_sync(c, "gone");
-	fd = su_pair(c);
-	hu_expect_rdma(fd, "connection after the server's teardown", NULL);
-	su_xfer(&fd, 1, 64 * KiB, XFER_MS);
-	vt_assert(hu_proc("lgr_qps_created") >= created0 + 2,
-		  "no new QP was created (%lld -> %lld)", created0,
-		  hu_proc("lgr_qps_created"));
-	vt_sync(c, "again");
-	close(fd);
+	idle_one_end_first(c, 60000, 100, "server");
 	/* Leave no QP with the server's short idle time to the next test. */
 	vt_assert(hu_proc_wait("qps", 0, 20000) == 0,
 		  "%lld QP(s) left at the end", hu_proc("qps"));
