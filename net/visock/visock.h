@@ -93,6 +93,9 @@ struct visock_totals {
 /**
  * struct visock_gauges - current resource use of a namespace
  * @sockets: visock sockets
+ * @closing: visock sockets closed by their owner whose teardown is not
+ *	over (background close of an RDMA connection, or references still
+ *	held); they keep the module loaded
  * @qps: queue pairs (links)
  * @links_up: links in state up
  * @reg_bytes: memory registered for those links
@@ -102,6 +105,7 @@ struct visock_totals {
  */
 struct visock_gauges {
 	u64 sockets;
+	u64 closing;
 	u64 qps;
 	u64 links_up;
 	u64 reg_bytes;
@@ -461,6 +465,7 @@ void visock_diag_link_sock(struct visock_sock *vsk);
 void visock_diag_unlink_sock(struct visock_sock *vsk);
 void visock_diag_destruct(struct visock_sock *vsk);
 void visock_diag_gauges(struct net *net, struct visock_gauges *g);
+void visock_diag_show_all(struct seq_file *seq);
 int visock_diag_init(void);
 void visock_diag_exit(void);
 

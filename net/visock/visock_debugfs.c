@@ -22,9 +22,14 @@
  *	been done.  The peer must drop the copy and count it
  *	(lgr_stale_dropped), or reset that one connection.
  *
+ * socks (read only): one line per visock sock of every namespace that
+ *	still exists, closed or not (visock_diag_show_all()); what holds
+ *	the module when rmmod says it is in use.
+ *
  * fault/: fault injection points, see visock_fault.c.
  */
 #include <linux/debugfs.h>
+#include <linux/seq_file.h>
 
 #include "visock.h"
 #include "visock_fault.h"
@@ -35,6 +40,13 @@ u32 visock_test_cdc_token;
 u32 visock_test_cdc_injected;
 
 static struct dentry *visock_debugfs_dir;
+
+static int visock_socks_show(struct seq_file *seq, void *unused)
+{
+	visock_diag_show_all(seq);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(visock_socks);
 
 /**
  * visock_debugfs_init() - create /sys/kernel/debug/visock
@@ -54,6 +66,8 @@ void visock_debugfs_init(void)
 			   &visock_test_cdc_inject);
 	debugfs_create_u32("cdc_injected", 0400, visock_debugfs_dir,
 			   &visock_test_cdc_injected);
+	debugfs_create_file("socks", 0400, visock_debugfs_dir, NULL,
+			    &visock_socks_fops);
 	visock_fault_debugfs_init(visock_debugfs_dir);
 }
 

@@ -402,11 +402,63 @@ static int visock_diag_gauge_one(struct visock_sock *vsk, void *arg)
  */
 void visock_diag_gauges(struct net *net, struct visock_gauges *g)
 {
+	struct visock_net *vn = visock_net(net);
+	struct visock_sock *vsk;
 	u64 after = 0;
 
 	memset(g, 0, sizeof(*g));
 	visock_diag_walk(net, &after, visock_diag_gauge_one, g);
+	spin_lock_bh(&vn->sk_lock);
+	list_for_each_entry(vsk, &vn->sk_list, diag_node)
+		if (test_bit(VISOCK_F_DIAG_GONE, &vsk->flags))
+			g->closing++;
+	spin_unlock_bh(&vn->sk_lock);
 	visock_lgr_gauges(net, g);
+}
+
+/**
+ * visock_diag_show_all() - one line per visock sock of every namespace
+ * @seq: where to print
+ *
+ * For debugging (debugfs "socks"): every sock that still exists, closed
+ * or not, with its namespace, number, reference count, state, mode,
+ * flags and which of its parts (internal TCP socket, link, data path,
+ * listener) it still holds.  The fields are read without the socket's
+ * lock: a snapshot, not a consistent state.  A sock stays on its list,
+ * and its memory valid, until its destructor takes the list lock.
+ *
+ * Context: process context; takes RCU and each namespace's sk_lock.
+ */
+void visock_diag_show_all(struct seq_file *seq)
+{
+	struct visock_sock *vsk;
+	struct visock_net *vn;
+	struct net *net;
+
+	rcu_read_lock();
+	for_each_net_rcu(net) {
+		if (!maybe_get_net(net))
+			continue;
+		vn = visock_net(net);
+		spin_lock_bh(&vn->sk_lock);
+		list_for_each_entry(vsk, &vn->sk_list, diag_node)
+			seq_printf(seq,
+				   "net %u id %llu ref %u state %u mode %u fb %u flags %#lx tcp %d link %d dp %d listener %d orphan %d\n",
+				   net->ns.inum, vsk->diag_id,
+				   refcount_read(&vsk->sk.sk_refcnt),
+				   READ_ONCE(vsk->sk.sk_state),
+				   READ_ONCE(vsk->mode),
+				   READ_ONCE(vsk->fb_reason),
+				   READ_ONCE(vsk->flags),
+				   !!READ_ONCE(vsk->tcp),
+				   !!READ_ONCE(vsk->link),
+				   !!READ_ONCE(vsk->dp),
+				   !!READ_ONCE(vsk->listener),
+				   sock_flag(&vsk->sk, SOCK_DEAD));
+		spin_unlock_bh(&vn->sk_lock);
+		put_net(net);
+	}
+	rcu_read_unlock();
 }
 
 /**

@@ -108,6 +108,7 @@ static int visock_genl_put_stats(struct sk_buff *skb, struct net *net)
 	PUT(TX_WAITS, t.data.tx_waits);
 	PUT(FAILOVERS, t.data.failovers);
 	PUT(SOCKETS, g.sockets);
+	PUT(SOCKETS_CLOSING, g.closing);
 	PUT(QPS, g.qps);
 	PUT(REG_BYTES, g.reg_bytes);
 	PUT(RDMA_DEVICES, visock_ib_device_count());

@@ -158,6 +158,7 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	/* Link groups: gauges first, then counters. */
 	visock_diag_gauges(net, &g);
 	seq_printf(seq, "sockets %llu\n", g.sockets);
+	seq_printf(seq, "sockets_closing %llu\n", g.closing);
 	seq_printf(seq, "qps %llu\n", g.qps);
 	seq_printf(seq, "links_up %llu\n", g.links_up);
 	seq_printf(seq, "registered_bytes %llu\n", g.reg_bytes);

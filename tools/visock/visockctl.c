@@ -1157,6 +1157,7 @@ static const struct {
 	const char *name;
 } stat_names[] = {
 	{ VISOCK_STATS_A_SOCKETS, "sockets" },
+	{ VISOCK_STATS_A_SOCKETS_CLOSING, "sockets_closing" },
 	{ VISOCK_STATS_A_CONNS_RDMA, "connections_rdma" },
 	{ VISOCK_STATS_A_CONNS_FALLBACK, "connections_fallback" },
 	{ VISOCK_STATS_A_HS_STARTED, "handshakes_started" },

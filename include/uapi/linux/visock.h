@@ -403,6 +403,8 @@ enum {
 	VISOCK_STATS_A_LGR_WAITS,	/* waits for a QP being set up */
 	VISOCK_STATS_A_LGR_STALE,	/* receives for unknown or stale
 					 * tokens, dropped (existing QPs) */
+	/* gauge: closed sockets whose teardown is not over */
+	VISOCK_STATS_A_SOCKETS_CLOSING,
 	__VISOCK_STATS_A_MAX,
 };
 

@@ -620,6 +620,22 @@ run_prog() {
 		[[ $n == "$group".* ]] && only_has "$n" &&
 			result "$n" fail "$prog ended without reporting this test"
 	done
+	socks_left "$group"
+}
+
+# After a group's program ended, its visock sockets go, at the latest
+# when a background close gives up (30 s).  Says which are left 40 s
+# later: they would keep the module from unloading.
+socks_left() {
+	local f=/sys/kernel/debug/visock/socks i
+
+	[ -r "$f" ] || return 0
+	for i in $(seq 80); do
+		[ -z "$(head -1 "$f" 2>/dev/null)" ] && return 0
+		sleep 0.5
+	done
+	diag "after group $1: visock sockets left 40 s later (refcnt $(cat /sys/module/$MOD/refcnt 2>/dev/null)):"
+	diag "$(head -20 "$f")"
 }
 
 NO_CLIENT=0
@@ -1123,6 +1139,7 @@ unload_retry() {
 unload_diag() {
 	diag "refcnt $(cat /sys/module/$MOD/refcnt 2>/dev/null)"
 	diag "$(grep -E '^(sockets|lgr_|qps|links)' /proc/net/visock 2>&1)"
+	diag "socks left: $(head -20 /sys/kernel/debug/visock/socks 2>&1)"
 	if [ -n "${VISOCKCTL:-}" ]; then
 		diag "$("$VISOCKCTL" sockets -a 2>&1 | head -20)"
 		diag "$("$VISOCKCTL" links 2>&1 | head -20)"

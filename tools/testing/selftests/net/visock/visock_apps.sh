@@ -203,9 +203,12 @@ fb_counters() {
 	grep '^fallback_' /proc/net/visock 2>/dev/null | grep -v '^fallback_none '
 }
 fb_delta() {
-	awk 'NR == FNR { b[$1] = $2; next }
-	     $2 != b[$1] { printf "%s +%d ", substr($1, 10), $2 - b[$1] }' \
-		<(echo "$1") <(echo "$2")
+	# One stream, "--" between the snapshots: the guests have no /dev/fd
+	# for <(...).
+	printf '%s\n--\n%s\n' "$1" "$2" |
+		awk '$0 == "--" { after = 1; next }
+		     !after { b[$1] = $2; next }
+		     $2 != b[$1] { printf "%s +%d ", substr($1, 10), $2 - b[$1] }'
 }
 
 # delta BEFORE AFTER: field-wise AFTER - BEFORE.
