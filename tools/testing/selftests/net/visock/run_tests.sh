@@ -624,14 +624,21 @@ run_prog() {
 }
 
 # After a group's program ended, its visock sockets go, at the latest
-# when a background close gives up (30 s).  Says which are left 40 s
-# later: they would keep the module from unloading.
+# when a background close gives up (30 s).  Says which sockets were still
+# there if they took more than 2 s, and which are left 40 s later: they
+# would keep the module from unloading.
 socks_left() {
-	local f=/sys/kernel/debug/visock/socks i
+	local f=/sys/kernel/debug/visock/socks i first
 
 	[ -r "$f" ] || return 0
+	first=$(head -20 "$f" 2>/dev/null)
+	[ -z "$first" ] && return 0
 	for i in $(seq 80); do
-		[ -z "$(head -1 "$f" 2>/dev/null)" ] && return 0
+		if [ -z "$(head -1 "$f" 2>/dev/null)" ]; then
+			[ "$i" -gt 4 ] &&
+				diag "after group $1: visock sockets took $((i / 2)) s to go; at first: $first"
+			return 0
+		fi
 		sleep 0.5
 	done
 	diag "after group $1: visock sockets left 40 s later (refcnt $(cat /sys/module/$MOD/refcnt 2>/dev/null)):"
