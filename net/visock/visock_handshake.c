@@ -110,6 +110,8 @@ void visock_hs_init(struct visock_sock *vsk)
 /*
  * Queue the state machine; every queued instance holds a reference.
  * @now: run immediately even if it is already queued for later.
+ * Nothing may disable hs_work (no cancel_delayed_work_sync()): a
+ * disabled work makes mod_delayed_work() return false without queueing.
  */
 static void visock_hs_queue(struct visock_sock *vsk, unsigned long delay,
 			    bool now)
@@ -136,15 +138,25 @@ void visock_hs_kick(struct visock_sock *vsk)
 }
 
 /**
- * visock_hs_cancel() - stop the handshake work of a socket being freed
- * @vsk: socket
+ * visock_hs_cancel() - stop the handshake work of a socket being closed
+ * @vsk: socket, VISOCK_F_RELEASED already set
+ *
+ * Drops a queued instance and its reference.  An instance that runs
+ * now, or that a TCP callback queues later, finds VISOCK_F_RELEASED and
+ * only drops its reference.
+ *
+ * Not cancel_delayed_work_sync(): since Linux 6.10 it disables the work
+ * while it waits, and mod_delayed_work() in visock_hs_queue() then
+ * neither queues it nor says so (it returns false, as for a work it did
+ * queue), which left a reference - and the module - behind whenever a
+ * TCP callback kicked the handshake of a socket closed in that instant.
  *
  * Context: process context, without lock_sock(@vsk) held.
  */
 void visock_hs_cancel(struct visock_sock *vsk)
 {
 	visock_hs_lgr_unwait(vsk);
-	if (cancel_delayed_work_sync(&vsk->hs_work))
+	if (cancel_delayed_work(&vsk->hs_work))
 		sock_put(&vsk->sk);
 }
 

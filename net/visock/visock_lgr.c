@@ -220,6 +220,8 @@ static void visock_qp_fail(struct visock_qp *q, int status)
 
 /*
  * Run the idle work after @delay; a queued work holds a reference.
+ * Nothing may disable idle_work (no cancel_delayed_work_sync()): a
+ * disabled work makes mod_delayed_work() return false without queueing.
  * Context: any context; the caller holds a reference.
  */
 static void visock_qp_queue_idle(struct visock_qp *q, unsigned long delay)
@@ -1406,9 +1408,16 @@ void visock_lgr_net_exit(struct net *net)
 
 	list_for_each_entry_safe(q, tmp, &gone, net_node) {
 		list_del_init(&q->net_node);
-		/* Sees @listed false if it runs; wait for it to return. */
-		if (cancel_delayed_work_sync(&q->idle_work))
+		/*
+		 * Sees @listed false if it runs.  Not
+		 * cancel_delayed_work_sync(): since 6.10 it disables the work
+		 * while it waits, and a visock_qp_queue_idle() meanwhile would
+		 * neither queue it nor drop its reference.  The flush runs and
+		 * waits for whatever was queued since.
+		 */
+		if (cancel_delayed_work(&q->idle_work))
 			kref_put(&q->ref, visock_qp_free);
+		flush_delayed_work(&q->idle_work);
 		visock_qp_send_delete(q);
 		mutex_lock(&q->lock);
 		visock_qp_release_verbs(q);

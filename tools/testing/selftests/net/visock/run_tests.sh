@@ -228,6 +228,7 @@ list_prog stream_hslo visock_stream
 list_prog redirect_hs visock_redirect_test 'xhost_*'
 list_prog preload_hs visock_preload_test 'xhost_*'
 list_prog apps visock_apps.sh
+add_test socks_freed
 add_test module.unload_busy
 add_test module.unload
 add_test module.ctl_unloaded
@@ -643,7 +644,9 @@ socks_left() {
 	done
 	diag "after group $1: visock sockets left 40 s later (refcnt $(cat /sys/module/$MOD/refcnt 2>/dev/null)):"
 	diag "$(head -20 "$f")"
+	SOCKS_LEFT+="$1 ($(grep -c . "$f") left) "
 }
+SOCKS_LEFT=
 
 NO_CLIENT=0
 EXTRA_PICKS=()
@@ -1327,6 +1330,17 @@ test_restore_state() {
 		result module.restore_state pass
 	fi
 }
+
+# Every group's sockets went within 40 s of its end (socks_left()).
+if [ -n "${SEL[socks_freed]:-}" ]; then
+	if [ ! -r /sys/kernel/debug/visock/socks ]; then
+		result socks_freed skip "no /sys/kernel/debug/visock/socks (needs root, debugfs and $MOD loaded)"
+	elif [ -n "$SOCKS_LEFT" ]; then
+		result socks_freed fail "visock sockets outlived their group by 40 s: $SOCKS_LEFT"
+	else
+		result socks_freed pass
+	fi
+fi
 
 if group_selected module; then
 	if [ "$IS_ROOT" != 1 ]; then
