@@ -382,21 +382,16 @@ static const struct sock_diag_handler visock_diag_handler = {
 	.dump	= visock_diag_handler_dump,
 };
 
-static int visock_diag_gauge_one(struct visock_sock *vsk, void *arg)
-{
-	struct visock_gauges *g = arg;
-
-	g->sockets++;
-	return 0;
-}
-
 /**
  * visock_diag_gauges() - current resource use of a namespace
  * @net: the namespace
  * @g: filled in
  *
- * Counts the sockets of @net (each under its lock_sock()) and adds the
- * link groups' QPs, connections and registered memory.
+ * Counts the sockets of @net in one pass over its list: those in use
+ * (as visock_diag_walk() would visit them: not torn down, referenced)
+ * and those whose teardown started but is not over.  A snapshot taken
+ * under the list lock, without the sockets' locks.  Then adds the link
+ * groups' QPs, connections and registered memory.
  *
  * Context: process context, no socket lock held.
  */
@@ -404,14 +399,15 @@ void visock_diag_gauges(struct net *net, struct visock_gauges *g)
 {
 	struct visock_net *vn = visock_net(net);
 	struct visock_sock *vsk;
-	u64 after = 0;
 
 	memset(g, 0, sizeof(*g));
-	visock_diag_walk(net, &after, visock_diag_gauge_one, g);
 	spin_lock_bh(&vn->sk_lock);
-	list_for_each_entry(vsk, &vn->sk_list, diag_node)
+	list_for_each_entry(vsk, &vn->sk_list, diag_node) {
 		if (test_bit(VISOCK_F_DIAG_GONE, &vsk->flags))
 			g->closing++;
+		else if (refcount_read(&vsk->sk.sk_refcnt))
+			g->sockets++;
+	}
 	spin_unlock_bh(&vn->sk_lock);
 	visock_lgr_gauges(net, g);
 }
