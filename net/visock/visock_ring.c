@@ -171,9 +171,9 @@ u32 visock_ring_used(u32 ring, const struct visock_cursor *prod,
  * it waits until a quarter of the ring is free (or what it still has to
  * write, see visock_tx_need()), so that it copies and posts large pieces
  * and sleeps less often.  poll() reports EPOLLOUT from the same amount.
- * visock_cons_update_due() releases at least that much per update while
- * the ring is more than half full, so a waiting writer is woken by the
- * first consumer update after it blocked.
+ * visock_cons_update_due() releases at least that much with the first
+ * consumer update that is due after the writer blocked, and one becomes
+ * due at the latest once the reader consumed everything.
  *
  * Return: max(@ring / 4, 1).
  */
@@ -217,19 +217,32 @@ u32 visock_tx_need(u32 ring, u64 left)
  *	free  = ring - min(used + unconfirmed, ring)
  *
  * where free is the space the peer currently believes is available, an
- * update is due when
+ * update is due, in a ring smaller than VISOCK_CONS_BATCH_RING, when
  *
  *	unconfirmed >= half, or
- *	unconfirmed >= small and (peer_blocked or free <= ring / 2).
+ *	unconfirmed >= small and (peer_blocked or free <= ring / 2),
+ *
+ * and in a ring of VISOCK_CONS_BATCH_RING or more (a large ring: its last
+ * quarter, at least 128 KiB, covers the bandwidth-delay product of the
+ * link while an update is on its way) when
+ *
+ *	unconfirmed >= ring - ring / 4, or
+ *	unconfirmed >= small and peer_blocked.
  *
  * So nothing is ever due while @unconfirmed is 0, at least 4 KiB (or a
  * quarter of the ring, whichever is larger, but never more than half of
- * it) are released per update unless half the ring is waiting to be
- * released, and an application that consumes everything always triggers
- * an update at the latest once half of the ring has been consumed
- * unconfirmed.  A writer that waits for space needs at most
- * visock_tx_wake_space() <= small bytes and sees free < ring / 4, so the
- * update that releases small bytes is due without being asked for: the
+ * it) are released per update unless half (large ring: three quarters)
+ * of the ring is waiting to be released, and an application that
+ * consumes everything always triggers an update at the latest once that
+ * much has been consumed unconfirmed.  A large ring thus costs the
+ * writer one update per three quarters of a ring on a stream, whether
+ * the reader keeps up or the writer keeps the ring full.
+ *
+ * A writer that waits for space needs at most visock_tx_wake_space() =
+ * ring / 4 bytes and sees free < ring / 4.  In a small ring the update
+ * that releases small bytes is then due without being asked for; in a
+ * large ring, once the reader consumed everything, more than three
+ * quarters are unconfirmed, and the update is due.  Either way the
  * writer does not have to announce that it is blocked.
  * Call it after local consumption and after new data arrived.
  *
@@ -243,6 +256,11 @@ bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
 	u64 busy = min_t(u64, (u64)used + unconfirmed, ring);
 	u32 free = ring - (u32)busy;
 
+	if (ring >= VISOCK_CONS_BATCH_RING) {
+		if (unconfirmed >= ring - ring / 4)
+			return true;
+		return unconfirmed >= small && peer_blocked;
+	}
 	if (unconfirmed >= half)
 		return true;
 	if (unconfirmed < small)

@@ -176,6 +176,13 @@ s64 visock_cursor_diff(u32 ring, const struct visock_cursor *old,
 bool visock_cursor_valid(u32 ring, const struct visock_cursor *c);
 u32 visock_ring_used(u32 ring, const struct visock_cursor *prod,
 		     const struct visock_cursor *cons);
+/*
+ * Receive rings of at least this size release ring space in batches of
+ * three quarters of the ring (visock_cons_update_due()).  A local
+ * policy, not part of the wire format.
+ */
+#define VISOCK_CONS_BATCH_RING	(512U * 1024)
+
 bool visock_cons_update_due(u32 ring, u32 unconfirmed, u32 used,
 			    bool peer_blocked);
 u32 visock_tx_wake_space(u32 ring);
