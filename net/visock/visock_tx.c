@@ -405,19 +405,36 @@ int visock_tx_shutdown(struct visock_sock *vsk, int how)
 	return 0;
 }
 
-/* Nothing more to wait for before the link may go. */
+/*
+ * Nothing more to wait for before the link and the internal TCP socket
+ * may go.  While failing over, the send queue is empty as soon as the
+ * QP flushed it, but flushed writes and a flushed closed flag never
+ * reached the peer, which still waits for our failover message and then
+ * for the rest of the stream over TCP: only a peer that closed itself
+ * needs nothing more.
+ */
 static bool visock_tx_close_done(struct visock_dp *dp)
 {
 	bool done;
 
 	spin_lock_bh(&dp->lock);
-	if (dp->state == VISOCK_DP_TCP)
+	switch (dp->state) {
+	case VISOCK_DP_TCP:
 		/* Everything handed to TCP, and its FIN. */
 		done = dp->fo_shut_sent && dp->fo_tx_pos == dp->fo_tx_end;
-	else
-		done = !visock_dp_alive(dp->state) || dp->peer_closed ||
+		break;
+	case VISOCK_DP_FAILOVER:
+		done = dp->peer_closed;
+		break;
+	case VISOCK_DP_LIVE:
+		done = dp->peer_closed ||
 		       (dp->closed_sent &&
 			dp->sq_free == VISOCK_LINK_SQ_DEPTH);
+		break;
+	default:
+		done = true;
+		break;
+	}
 	spin_unlock_bh(&dp->lock);
 	return done;
 }
