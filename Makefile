@@ -88,6 +88,6 @@ debug-kernel:
 
 # Benchmark (not a test, not part of check): TCP, visock, raw verbs and
 # SMC-R side by side on the emulated hosts.  KERNEL=6.1|6.12 (default 6.12).
-bench: modules-testbed
+bench: modules-testbed tools
 	$(MAKE) -C $(TESTING)/bench
 	KERNEL=$(or $(KERNEL),6.12) $(TESTING)/bench/run-bench.sh
