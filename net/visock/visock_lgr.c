@@ -98,10 +98,20 @@ static void visock_qp_ka_stop(struct visock_qp *q);
 
 void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc)
 {
-	if (wc->status == IB_WC_SUCCESS)
+	if (wc->status == IB_WC_SUCCESS) {
 		atomic64_inc(&q->wc_ok);
-	else
-		atomic64_inc(&q->wc_err);
+		return;
+	}
+	atomic64_inc(&q->wc_err);
+	/*
+	 * The request that broke the QP: the connections on it only see
+	 * their own completions, often just the flushes that follow.
+	 */
+	if (wc->status != IB_WC_WR_FLUSH_ERR &&
+	    !test_and_set_bit(VISOCK_QP_CAUSE_LOGGED, &q->broken))
+		net_info_ratelimited("visock: QP %u: a request failed: %s (opcode %d, vendor error %u)\n",
+				     q->qpn, ib_wc_status_msg(wc->status),
+				     wc->opcode, wc->vendor_err);
 }
 
 static void visock_qp_msg_done(struct ib_cq *cq, struct ib_wc *wc)

@@ -88,6 +88,7 @@ struct visock_qp;
 /* Bits of struct visock_qp.broken. */
 #define VISOCK_QP_BROKEN	0
 #define VISOCK_QP_TOLD		1
+#define VISOCK_QP_CAUSE_LOGGED	2
 
 /**
  * struct visock_qp_rx - one receive request of a QP
@@ -109,7 +110,9 @@ struct visock_qp_rx {
  * @dead: killed (device removed, stuck): verbs objects released; read
  *	locklessly
  * @broken: VISOCK_QP_BROKEN: a work request failed, the QP is in the
- *	error state; VISOCK_QP_TOLD: the connections were told
+ *	error state; VISOCK_QP_TOLD: the connections were told;
+ *	VISOCK_QP_CAUSE_LOGGED: the first failure other than a flush was
+ *	logged
  * @server: created for a client's REQ (else by our connect())
  * @confirmed: a connection on it completed its handshake (until then a
  *	QP without connections goes at once: a peer that set it up and
