@@ -3344,14 +3344,16 @@ static void device_gone_client(struct vt_ctx *c)
  * byte when its RDMA link breaks while the close waits for the last
  * writes: the client writes CLOSING_LEN bytes with its outgoing RoCE
  * packets dropped (iptables), so neither the writes nor the closed flag
- * that close() posts reach the server, and closes the socket.  Its QP
- * retries until it gives up (retry exceeded), fails the first request
- * and flushes the others; the close must then wait for the failover to
- * TCP, which resends the stream, instead of releasing the TCP connection
- * as soon as the send queue is empty (which reset the server's side:
- * ECONNRESET, the bytes lost).  Pass: the server reads all of the
- * stream, intact, then end of file; afterwards a new connection uses
- * RDMA.
+ * that close() posts reach the server, and closes the socket.  Soft-RoCE
+ * sends through the IP stack, and a packet dropped there fails the
+ * request and puts the QP in the error state at once (a NIC would not
+ * see the rule: the test needs Soft-RoCE, like the device tests); the
+ * other requests are flushed.  The close must then wait for the failover
+ * to TCP, which resends the stream, instead of releasing the TCP
+ * connection as soon as the send queue is empty (which reset the
+ * server's side: ECONNRESET, the bytes lost).  Pass: the server reads
+ * all of the stream, intact, then end of file; afterwards a new
+ * connection uses RDMA.
  */
 #define CLOSING_LEN	(32 * 1024)
 #define CLOSING_FO_MS	60000	/* retries run out, the failover starts */
@@ -3361,10 +3363,12 @@ static void link_broken_closing(struct vt_ctx *c)
 	bool server = !vt_is_client(c);
 	struct visock_info vi;
 	struct timeval tv = { .tv_sec = DEAD_IO_MS / 1000 };
+	char rxe[64] = "";
 	long long fo0;
 	int fd;
 
-	need(c, NEED_RDMA | NEED_IPT, NULL, 0);
+	need(c, NEED_RDMA | NEED_IPT | (server ? 0 : NEED_RXE), rxe,
+	     sizeof(rxe));
 	set_knob(ENABLE_PATH, 1);
 	vt_sync(c, "configured");
 
@@ -3389,8 +3393,8 @@ static void link_broken_closing(struct vt_ctx *c)
 		close(fd);
 		vt_assert(hu_proc_wait_ge("rdma_failovers", fo0 + 1,
 					  CLOSING_FO_MS) >= fo0 + 1,
-			  "no failover %d ms after the RDMA link stopped carrying anything",
-			  CLOSING_FO_MS);
+			  "no failover %d ms after %s stopped sending",
+			  CLOSING_FO_MS, rxe);
 		roce_drop(false);
 		vt_diag("the closed connection failed over");
 		vt_sync(c, "read");
