@@ -1561,6 +1561,25 @@ static void a_round(struct vt_ctx *c, struct afi *fi, struct astats *st)
 	vt_sync(c, "round");
 }
 
+/*
+ * RC queue pairs the RDMA core still lists ("rdma resource show qp"):
+ * the "qps" gauge drops when a QP starts to go, this when it is gone.
+ * -1 if the rdma tool cannot tell.
+ */
+static int rc_qps(void)
+{
+	char line[512];
+	int n = 0;
+	FILE *f;
+
+	f = popen("rdma resource show qp 2>/dev/null", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += !!strstr(line, " type RC ");
+	return pclose(f) ? -1 : n;
+}
+
 static const struct acase *find_acase(const struct vt_ctx *c)
 {
 	unsigned int i;
@@ -1575,8 +1594,8 @@ static void alloc_case(struct vt_ctx *c)
 {
 	struct afi fi = { .ac = find_acase(c) };
 	struct astats st = { .conns = 0 };
-	long long sockets0, fb0[HU_NFB], nfb, fo0, inj;
-	int r, fd, lfd = -1, port = 0;
+	long long sockets0, fb0[HU_NFB], nfb, fo0, inj, end;
+	int r, fd, lfd = -1, port = 0, nqp;
 	char why[256];
 
 	need_fi(c, fi.ac->attrs);
@@ -1624,6 +1643,13 @@ static void alloc_case(struct vt_ctx *c)
 	vt_assert(hu_proc_wait("sockets", sockets0, WAIT_MS + 30000) ==
 		  sockets0, "%lld visock sockets, %lld before the test",
 		  hu_proc("sockets"), sockets0);
+	/* A QP whose teardown hangs has left the gauge, not the device. */
+	end = ctl_now_ms() + WAIT_MS;
+	while ((nqp = rc_qps()) > 0 && ctl_now_ms() < end)
+		usleep(200 * 1000);
+	if (nqp < 0)
+		vt_diag("no rdma tool: the device's QPs are not checked");
+	vt_assert(nqp <= 0, "%d RC QPs still on the device", nqp);
 	vt_sync(c, "clean");
 
 	/* And a new connection is on RDMA. */
