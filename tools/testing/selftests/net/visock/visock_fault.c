@@ -217,6 +217,8 @@ static void sysctl_set(const char *name, long long val)
 	hu_set_ll(path, val);
 }
 
+static void fi_restore(void);
+
 /* Cleanup hook (runner process): disarm, restore the sysctls. */
 static void cleanup(const struct vt_ctx *c)
 {
@@ -224,6 +226,7 @@ static void cleanup(const struct vt_ctx *c)
 	unsigned int i;
 
 	(void)c;
+	fi_restore();
 	write_str(FAULT_DIR "point", "none\n");
 	write_str(FAULT_DIR "times", "0\n");
 	write_str(FAULT_DIR "skip", "0\n");
@@ -841,7 +844,837 @@ static void netns_del(struct vt_ctx *c)
 	vt_sync(c, "netns done");
 }
 
+/* ---- allocation failure campaigns: failslab and fail_page_alloc ---- */
+
+/*
+ * The kernel's fault injection (lib/fault-inject.c) is global: an
+ * allocation fails when the probability says so and one of the first
+ * stacktrace-depth return addresses on its stack lies in [require-start,
+ * require-end).  That range is visock's text, so only allocations made
+ * by visock, or by what visock calls (at most stacktrace-depth frames
+ * down: the verbs, Soft-RoCE, sk_alloc(), TCP), fail, in process and in
+ * softirq context.  "times" counts down once per injected failure: what
+ * it lost is the number injected.
+ */
+#define FI_SLAB		DEBUGFS_DIR "/failslab/"
+#define FI_PAGE		DEBUGFS_DIR "/fail_page_alloc/"
+#define FI_TIMES	1000000
+#define MOD_TEXT	"/sys/module/visock/sections/.text"
+#define KALLSYMS	"/proc/kallsyms"
+
+#define AF_SLAB		1	/* failslab */
+#define AF_PAGE		2	/* fail_page_alloc */
+
+#define AP_SETUP	1	/* socket, connect, accept, handshake, link */
+#define AP_DATA		2	/* the streams and their shutdown */
+#define AP_CLOSE	4	/* close() and the teardown behind it */
+#define AP_ALL		(AP_SETUP | AP_DATA | AP_CLOSE)
+
+#define A_ROUNDS	4
+#define A_CONNS		8		/* per round */
+#define A_MAX		(2 * A_CONNS)	/* server: extra children */
+#define A_LEN		(64 * KiB)	/* each way, per connection */
+#define A_XFER_MS	25000	/* unscaled: below a control message's 30 s */
+#define A_ACCEPT_MS	20000		/* after the client's list came */
+
+struct acase {
+	const char *name;
+	unsigned int attrs;	/* AF_* */
+	unsigned int phases;	/* AP_*: injection on during these */
+	unsigned int prob;	/* percent */
+	unsigned int depth;	/* stack frames searched for visock */
+};
+
+/*
+ * Every stack frame the filter can see (32) counts, so TCP's own
+ * allocations below visock fail too, except under tcp_send_fin() and
+ * tcp_send_active_reset() (the reject range, see tcp_fin_rst()): TCP
+ * does not try again to send a FIN or RST whose buffer it could not
+ * allocate, and a peer then waits for ever - TCP's limit, not visock's.
+ */
+static const struct acase acases[] = {
+	{ "alloc_slab_setup", AF_SLAB, AP_SETUP, 20, 32 },
+	{ "alloc_slab_data", AF_SLAB, AP_DATA, 20, 32 },
+	{ "alloc_slab_close", AF_SLAB, AP_CLOSE, 50, 32 },
+	{ "alloc_slab_all", AF_SLAB, AP_ALL, 5, 32 },
+	{ "alloc_page_setup", AF_PAGE, AP_SETUP, 50, 32 },
+	{ "alloc_page_all", AF_PAGE, AP_ALL, 20, 32 },
+	{ "alloc_both_all", AF_SLAB | AF_PAGE, AP_ALL, 10, 32 },
+};
+
+#define NACASES	ARRAY_SIZE(acases)
+
+/* The files of a fault attribute that a campaign sets. */
+static const char *const fi_files[] = {
+	"probability", "interval", "times", "space", "verbose",
+	"task-filter", "stacktrace-depth", "require-start", "require-end",
+	"reject-start", "reject-end", "ignore-gfp-wait", "cache-filter",
+	"ignore-gfp-highmem", "min-order",
+};
+
+#define NFI	ARRAY_SIZE(fi_files)
+
+static char fi_saved[2][NFI][40];	/* "" when absent */
+
+static const char *fi_dir(unsigned int attr)
+{
+	return attr == AF_SLAB ? FI_SLAB : FI_PAGE;
+}
+
+static void fi_path(char *buf, size_t size, unsigned int attr,
+		    const char *file)
+{
+	snprintf(buf, size, "%s%s", fi_dir(attr), file);
+}
+
+/* Before any test: what to put back. */
+static void fi_save(void)
+{
+	unsigned int a, i;
+	char path[160];
+
+	for (a = 0; a < 2; a++) {
+		for (i = 0; i < NFI; i++) {
+			fi_path(path, sizeof(path), a + 1, fi_files[i]);
+			if (hu_read_text(path, fi_saved[a][i],
+					 sizeof(fi_saved[a][i])))
+				fi_saved[a][i][0] = '\0';
+		}
+	}
+}
+
+/* Cleanup hook: probability 0 first (that alone stops it), then the rest. */
+static void fi_restore(void)
+{
+	char path[160], buf[48];
+	unsigned int a, i;
+
+	for (a = 0; a < 2; a++) {
+		if (!fi_saved[a][0][0])
+			continue;
+		fi_path(path, sizeof(path), a + 1, "probability");
+		write_str(path, "0\n");
+		for (i = NFI; i-- > 0;) {
+			if (!fi_saved[a][i][0])
+				continue;
+			fi_path(path, sizeof(path), a + 1, fi_files[i]);
+			snprintf(buf, sizeof(buf), "%s\n", fi_saved[a][i]);
+			write_str(path, buf);
+		}
+	}
+}
+
+static void fi_set(unsigned int attr, const char *file, const char *fmt,
+		   unsigned long long val)
+{
+	char path[160], buf[48];
+
+	fi_path(path, sizeof(path), attr, file);
+	snprintf(buf, sizeof(buf), fmt, val);
+	vt_assert(!write_str(path, buf), "write %s to %s: %s", buf, path,
+		  strerror(errno));
+}
+
+/*
+ * visock's text: from its .text section (or its lowest function, if
+ * lower) to the page after the page of its highest function in
+ * /proc/kallsyms (a module's text is a page-aligned allocation; the last
+ * function may run into the next page, which is still the module's or
+ * the unmapped guard page behind it).
+ */
+static void visock_text(unsigned long long *start, unsigned long long *end)
+{
+	unsigned long long a, lo = ~0ULL, hi = 0, text;
+	char line[512], type, name[256], mod[64];
+	FILE *f;
+
+	vt_assert(!hu_read_text(MOD_TEXT, line, sizeof(line)), "cannot read %s",
+		  MOD_TEXT);
+	/* Kernel addresses do not fit a long long. */
+	text = strtoull(line, NULL, 16);
+	vt_assert(text, "%s: \"%s\"", MOD_TEXT, line);
+	f = fopen(KALLSYMS, "re");
+	vt_assert(f, "%s: %s", KALLSYMS, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s [%63[^]]]", &a, &type, name,
+			   mod) != 4 || strcmp(mod, "visock") ||
+		    (type != 't' && type != 'T'))
+			continue;
+		if (a < lo)
+			lo = a;
+		if (a > hi)
+			hi = a;
+	}
+	fclose(f);
+	vt_assert(hi && lo, "no visock function in %s (kptr_restrict?)",
+		  KALLSYMS);
+	*start = lo < text ? lo : text;
+	*end = (hi | 0xfff) + 1 + 0x1000;
+}
+
+/* @file of every attribute in @attrs can be written. */
+static bool fi_usable(unsigned int attrs, const char *file)
+{
+	char path[160];
+	unsigned int a;
+
+	if (access(DEBUGFS_DIR "/failslab", F_OK))
+		mount("debugfs", DEBUGFS_DIR, "debugfs", 0, NULL);
+	for (a = AF_SLAB; a <= AF_PAGE; a++) {
+		fi_path(path, sizeof(path), a, file);
+		if ((attrs & a) && access(path, W_OK))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The text of tcp_send_fin() and tcp_send_active_reset(), neighbours in
+ * tcp_output.c: from the lower of the two to the next function after
+ * the higher one; 0, 0 if either is not in /proc/kallsyms.
+ */
+static void tcp_fin_rst(unsigned long long *start, unsigned long long *end)
+{
+	unsigned long long a, fin = 0, rst = 0, hi, next = ~0ULL;
+	char line[512], type, name[256];
+	FILE *f;
+
+	*start = 0;
+	*end = 0;
+	f = fopen(KALLSYMS, "re");
+	vt_assert(f, "%s: %s", KALLSYMS, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
+			continue;
+		if (!strcmp(name, "tcp_send_fin"))
+			fin = a;
+		else if (!strcmp(name, "tcp_send_active_reset"))
+			rst = a;
+	}
+	if (!fin || !rst) {
+		fclose(f);
+		return;
+	}
+	hi = fin > rst ? fin : rst;
+	rewind(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 &&
+		    (type == 't' || type == 'T') && a > hi && a < next &&
+		    strncmp(name, "__pfx_", 6))
+			next = a;
+	}
+	fclose(f);
+	*start = fin < rst ? fin : rst;
+	*end = next;
+}
+
+/* Both halves: skip unless the kernel can restrict injection to visock. */
+static void need_fi(struct vt_ctx *c, unsigned int attrs)
+{
+	const char *why = "";
+
+	if (c->family != VT_FAMILY_VISOCK)
+		why = "family inet: needs AF_VISOCK";
+	else if (c->loopback)
+		why = "both halves on one host: loopback connections do not use RDMA";
+	else if (hu_read_ll(ENABLE_PATH) != 1)
+		why = "visock not loaded or net.visock.enable is not 1";
+	else if (hu_proc("rdma_devices") < 1)
+		why = "no RDMA device";
+	else if (!fi_usable(attrs, "probability"))
+		why = "no debugfs failslab/fail_page_alloc (kernel config)";
+	else if (!fi_usable(attrs, "stacktrace-depth"))
+		why = "no fault injection stack trace filter (kernel config)";
+	else if (access(MOD_TEXT, R_OK))
+		why = "no " MOD_TEXT;
+	vt_agree(c, !*why, why);
+}
+
+struct afi {
+	const struct acase *ac;
+	unsigned long long start, end;		/* visock */
+	unsigned long long rstart, rend;	/* not under these */
+	long long injected[2];	/* per attribute */
+	bool armed;
+};
+
+static void fi_arm(struct afi *fi)
+{
+	unsigned int a;
+
+	for (a = AF_SLAB; a <= AF_PAGE; a++) {
+		if (!(fi->ac->attrs & a))
+			continue;
+		fi_set(a, "probability", "%llu\n", 0);
+		fi_set(a, "interval", "%llu\n", 1);
+		fi_set(a, "times", "%llu\n", FI_TIMES);
+		fi_set(a, "space", "%llu\n", 0);
+		fi_set(a, "verbose", "%llu\n", 0);
+		fi_set(a, "task-filter", "%llu\n", 0);
+		fi_set(a, "stacktrace-depth", "%llu\n", fi->ac->depth);
+		fi_set(a, "require-start", "0x%llx\n", fi->start);
+		fi_set(a, "require-end", "0x%llx\n", fi->end);
+		fi_set(a, "reject-start", "0x%llx\n", fi->rstart);
+		fi_set(a, "reject-end", "0x%llx\n", fi->rend);
+		/* Sleeping allocations fail too. */
+		fi_set(a, "ignore-gfp-wait", "%llu\n", 0);
+		if (a == AF_SLAB) {
+			fi_set(a, "cache-filter", "%llu\n", 0);
+		} else {
+			fi_set(a, "ignore-gfp-highmem", "%llu\n", 0);
+			fi_set(a, "min-order", "%llu\n", 0);
+		}
+		fi_set(a, "probability", "%llu\n", fi->ac->prob);
+	}
+	fi->armed = true;
+}
+
+static void fi_disarm(struct afi *fi)
+{
+	char path[160];
+	unsigned int a;
+	long long t;
+
+	if (!fi->armed)
+		return;
+	for (a = AF_SLAB; a <= AF_PAGE; a++) {
+		if (!(fi->ac->attrs & a))
+			continue;
+		fi_set(a, "probability", "%llu\n", 0);
+		fi_path(path, sizeof(path), a, "times");
+		t = hu_read_ll(path);
+		vt_assert(t >= 0 && t <= FI_TIMES, "%s: %lld", path, t);
+		fi->injected[a - 1] += FI_TIMES - t;
+	}
+	fi->armed = false;
+}
+
+static void fi_phase_on(struct afi *fi, unsigned int phase)
+{
+	if (fi->ac->phases & phase)
+		fi_arm(fi);
+}
+
+enum aout { AO_NONE, AO_OK, AO_ERR, AO_SHORT, AO_HANG };
+
+static const char *const aout_names[] = {
+	"none", "ok", "error", "eof", "hang",
+};
+
+struct aconn {
+	int fd;
+	int port;		/* the client's port: the key on both hosts */
+	enum aout out;
+	int err;
+	struct visock_info vi;	/* after the transfer */
+	struct pl_tx tx;
+	struct pl_rx rx;
+	uint8_t *buf;
+	size_t off, n;
+	bool shut, eof;
+};
+
+struct astats {
+	long long conns, setup_err, ok, err, eof, dropped;
+	long long rdma, fallback, failover;
+	char errs[256];		/* errno names seen */
+};
+
+static void note_err(struct astats *st, int err)
+{
+	const char *n = vt_errname(err);
+	size_t len = strlen(st->errs);
+
+	if (strstr(st->errs, n))
+		return;
+	if (len + strlen(n) + 2 < sizeof(st->errs))
+		snprintf(st->errs + len, sizeof(st->errs) - len, " %s", n);
+}
+
+/* Reset a connection the application saw fail: the peer must not wait. */
+static void abort_conn(struct aconn *x)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(x->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(x->fd);
+	x->fd = -1;
+}
+
+/*
+ * Client: a non-blocking connect that settles within the bound (the
+ * handshake included); the socket or -1 with the error in *@err.
+ */
+static int a_connect(struct vt_ctx *c, int port, int *err)
+{
+	long long end = ctl_now_ms() + (long long)WAIT_MS * vt_time_scale;
+	struct sockaddr_storage ss;
+	socklen_t len = su_peer_addr(c, false, port, &ss), el;
+	int fd, e = 0;
+
+	fd = socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    VISOCKPROTO_TCP4);
+	if (fd < 0) {
+		*err = errno;
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS) {
+		*err = errno;
+		close(fd);
+		return -1;
+	}
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+		vt_assert(ctl_now_ms() < end,
+			  "connect neither done nor failed after %d ms",
+			  WAIT_MS * vt_time_scale);
+		if (poll(&p, 1, 100) > 0)
+			break;
+	}
+	el = sizeof(e);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el))
+		e = errno;
+	if (e) {
+		*err = e;
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int peer_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &len))
+		return -1;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static bool port_listed(const int *ports, int n, int port)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ports[i] == port)
+			return true;
+	return false;
+}
+
+/*
+ * Client: A_CONNS connections, then the list of their ports to the
+ * server.  Server: accept (also while waiting for the list) until every
+ * listed port is accepted or A_ACCEPT_MS after the list came; then the
+ * listener goes, which resets children nobody accepted.
+ */
+static int a_setup(struct vt_ctx *c, int lfd, int port, struct aconn *cs,
+		   struct astats *st)
+{
+	char line[CTL_LINE_MAX], *p, *q;
+	int n = 0, i, err, fd, ports[A_MAX], np = -1, got = 0;
+	long long end = 0;
+	size_t len;
+
+	if (vt_is_client(c)) {
+		len = snprintf(line, sizeof(line), "PORTS");
+		for (i = 0; i < A_CONNS; i++) {
+			fd = a_connect(c, port, &err);
+			st->conns++;
+			if (fd < 0) {
+				st->setup_err++;
+				note_err(st, err);
+				continue;
+			}
+			cs[n].fd = fd;
+			cs[n].port = su_port(fd);
+			len += snprintf(line + len, sizeof(line) - len, " %d",
+					cs[n].port);
+			n++;
+		}
+		vt_send(c, "%s", line);
+		return n;
+	}
+	su_nonblock(lfd, true);
+	for (;;) {
+		struct pollfd pf[2] = {
+			{ .fd = lfd, .events = POLLIN },
+			{ .fd = np < 0 ? c->ctl : -1, .events = POLLIN },
+		};
+
+		if (np >= 0 && (got == np || ctl_now_ms() > end))
+			break;
+		if (poll(pf, 2, 200) < 0 && errno != EINTR)
+			vt_fail("poll: %s", strerror(errno));
+		if (pf[1].revents) {
+			vt_recv(c, line, sizeof(line));
+			vt_assert(!strncmp(line, "PORTS", 5),
+				  "expected PORTS, got \"%s\"", line);
+			np = 0;
+			for (p = line + 5; np < A_MAX; p = q) {
+				long v = strtol(p, &q, 10);
+
+				if (q == p)
+					break;
+				ports[np++] = (int)v;
+			}
+			/* Not scaled: the peer waits in a sync meanwhile. */
+			end = ctl_now_ms() + A_ACCEPT_MS;
+			for (i = 0; i < n; i++)
+				got += port_listed(ports, np, cs[i].port);
+		}
+		if (!pf[0].revents || n == A_MAX)
+			continue;
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR) {
+				st->setup_err++;
+				note_err(st, errno);
+			}
+			continue;
+		}
+		cs[n].fd = fd;
+		cs[n].port = peer_port(fd);
+		if (np >= 0)
+			got += port_listed(ports, np, cs[n].port);
+		st->conns++;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Every connection sends its stream of A_LEN bytes, shuts down writing
+ * and reads the peer's up to EOF.  An error ends (resets) that
+ * connection only; corrupted data fails the test at once.
+ */
+static void a_xfer(struct aconn *cs, int n)
+{
+	long long end = ctl_now_ms() + A_XFER_MS;
+	struct pollfd pfd[A_MAX];
+	uint8_t *in = malloc(65536);
+	int i, left = 0;
+	ssize_t r;
+
+	vt_assert(in, "out of memory");
+	for (i = 0; i < n; i++) {
+		struct aconn *x = &cs[i];
+
+		pl_tx_init(&x->tx, A_LEN);
+		pl_rx_init(&x->rx, A_LEN);
+		x->buf = malloc(65536);
+		vt_assert(x->buf, "out of memory");
+		su_nonblock(x->fd, true);
+		left++;
+	}
+	while (left) {
+		for (i = 0; i < n; i++) {
+			struct aconn *x = &cs[i];
+
+			pfd[i].fd = x->out == AO_NONE ? x->fd : -1;
+			pfd[i].events = (x->shut ? 0 : POLLOUT) |
+					(x->eof ? 0 : POLLIN);
+			pfd[i].revents = 0;
+		}
+		if (poll(pfd, n, 1000) < 0 && errno != EINTR)
+			vt_fail("poll: %s", strerror(errno));
+		if (ctl_now_ms() > end) {
+			for (i = 0; i < n; i++)
+				if (cs[i].out == AO_NONE)
+					cs[i].out = AO_HANG;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct aconn *x = &cs[i];
+
+			if (pfd[i].fd < 0 || !pfd[i].revents)
+				continue;
+			if (!x->shut && (pfd[i].revents & (POLLOUT | POLLERR))) {
+				if (x->off == x->n) {
+					x->off = 0;
+					x->n = pl_tx_fill(&x->tx, x->buf, 65536);
+				}
+				r = send(x->fd, x->buf + x->off, x->n - x->off,
+					 MSG_NOSIGNAL);
+				if (r < 0 && errno != EAGAIN && errno != EINTR) {
+					x->out = AO_ERR;
+					x->err = errno;
+				}
+				if (r > 0)
+					x->off += (size_t)r;
+				if (x->out == AO_NONE && x->off == x->n &&
+				    pl_tx_done(&x->tx)) {
+					if (shutdown(x->fd, SHUT_WR)) {
+						x->out = AO_ERR;
+						x->err = errno;
+					}
+					x->shut = true;
+				}
+			}
+			if (x->out == AO_NONE && !x->eof &&
+			    (pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) {
+				r = recv(x->fd, in, 65536, 0);
+				if (r < 0 && errno != EAGAIN && errno != EINTR) {
+					x->out = AO_ERR;
+					x->err = errno;
+				}
+				if (r > 0 && pl_rx_feed(&x->rx, in, (size_t)r))
+					vt_fail("connection of port %d: %s",
+						x->port, x->rx.err);
+				if (!r && !pl_rx_done(&x->rx))
+					x->out = AO_SHORT;
+				x->eof = !r;
+			}
+			if (x->out == AO_NONE && x->shut && x->eof)
+				x->out = AO_OK;
+			if (x->out != AO_NONE)
+				left--;
+			/* The peer must learn of a failure at once. */
+			if (x->out == AO_ERR || x->out == AO_SHORT)
+				abort_conn(x);
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(cs[i].buf);
+	free(in);
+}
+
+/* Exchange the outcomes and judge this host's connections. */
+static void a_judge(struct vt_ctx *c, struct aconn *cs, int n,
+		    struct astats *st)
+{
+	char line[CTL_LINE_MAX];
+	int pport[A_MAX], pout[A_MAX], np = 0, i, j;
+
+	for (i = 0; i < n; i++)
+		vt_send(c, "C %d %d", cs[i].port, cs[i].out);
+	vt_send(c, "END");
+	for (;;) {
+		int pt, o;
+
+		vt_recv(c, line, sizeof(line));
+		if (!strcmp(line, "END"))
+			break;
+		vt_assert(sscanf(line, "C %d %d", &pt, &o) == 2 && np < A_MAX,
+			  "bad outcome line \"%s\"", line);
+		pport[np] = pt;
+		pout[np++] = o;
+	}
+	for (i = 0; i < n; i++) {
+		struct aconn *x = &cs[i];
+		int po = AO_NONE;
+
+		for (j = 0; j < np; j++)
+			if (pport[j] == x->port)
+				po = pout[j];
+		vt_assert(x->out != AO_HANG,
+			  "port %d: neither done nor failed after %d ms (peer: %s), mode %u",
+			  x->port, A_XFER_MS, aout_names[po],
+			  x->vi.vi_mode);
+		switch (x->out) {
+		case AO_OK:
+			/*
+			 * Our stream arrived whole too, unless the peer got
+			 * an error (it cannot see a whole stream and EOF
+			 * and call it short).
+			 */
+			vt_assert(po == AO_OK || po == AO_ERR,
+				  "port %d: complete here, %s on the peer",
+				  x->port, aout_names[po]);
+			st->ok++;
+			break;
+		case AO_ERR:
+			st->err++;
+			note_err(st, x->err);
+			break;
+		case AO_SHORT:
+			/*
+			 * End of stream before the end of the data: only
+			 * clean if the peer's application got an error or
+			 * never had the connection (a child dropped on
+			 * setup, or a connect() that failed).
+			 */
+			vt_assert(po == AO_ERR || po == AO_NONE,
+				  "port %d: end of stream after %llu of %llu bytes, but the peer saw %s: data lost silently",
+				  x->port, (unsigned long long)x->rx.pos,
+				  (unsigned long long)pl_total(A_LEN),
+				  aout_names[po]);
+			if (po == AO_NONE)
+				st->dropped++;
+			else
+				st->eof++;
+			break;
+		default:
+			break;
+		}
+		if (x->vi.vi_flags & VISOCK_INFO_F_FAILOVER)
+			st->failover++;
+		else if (x->vi.vi_mode == VISOCK_MODE_RDMA)
+			st->rdma++;
+		else
+			st->fallback++;
+	}
+}
+
+static void a_round(struct vt_ctx *c, struct afi *fi, struct astats *st)
+{
+	struct aconn cs[A_MAX];
+	int n, i, lfd = -1, port = 0;
+
+	memset(cs, 0, sizeof(cs));
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, A_MAX, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+	vt_sync(c, "setup");
+	fi_phase_on(fi, AP_SETUP);
+	n = a_setup(c, lfd, port, cs, st);
+	if (lfd >= 0)
+		close(lfd);
+	fi_disarm(fi);
+	for (i = 0; i < n; i++)
+		get_info(cs[i].fd, &cs[i].vi);
+	vt_sync(c, "set up");
+
+	fi_phase_on(fi, AP_DATA);
+	a_xfer(cs, n);
+	fi_disarm(fi);
+	for (i = 0; i < n; i++)
+		if (cs[i].fd >= 0)
+			get_info(cs[i].fd, &cs[i].vi);
+	a_judge(c, cs, n, st);
+	vt_sync(c, "judged");
+
+	fi_phase_on(fi, AP_CLOSE);
+	for (i = 0; i < n; i++)
+		if (cs[i].fd >= 0)
+			close(cs[i].fd);
+	vt_sync(c, "closed");
+	/* Let the teardown run under injection, bounded. */
+	hu_proc_wait("lgr_connections", 0, 15000);
+	fi_disarm(fi);
+	vt_sync(c, "round");
+}
+
+/*
+ * RC queue pairs the RDMA core still lists ("rdma resource show qp"):
+ * the "qps" gauge drops when a QP starts to go, this when it is gone.
+ * -1 if the rdma tool cannot tell.
+ */
+static int rc_qps(void)
+{
+	char line[512];
+	int n = 0;
+	FILE *f;
+
+	f = popen("rdma resource show qp 2>/dev/null", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += !!strstr(line, " type RC ");
+	return pclose(f) ? -1 : n;
+}
+
+static const struct acase *find_acase(const struct vt_ctx *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < NACASES; i++)
+		if (!strcmp(c->test->name, acases[i].name))
+			return &acases[i];
+	vt_fail("no allocation case %s", c->test->name);
+}
+
+static void alloc_case(struct vt_ctx *c)
+{
+	struct afi fi = { .ac = find_acase(c) };
+	struct astats st = { .conns = 0 };
+	long long sockets0, fb0[HU_NFB], nfb, fo0, inj, end;
+	int r, fd, lfd = -1, port = 0, nqp;
+	char why[256];
+
+	need_fi(c, fi.ac->attrs);
+	sysctl_set("lgr_idle_ms", 0);
+	vt_assert(hu_proc_wait("qps", 0, WAIT_MS) == 0,
+		  "%lld QPs left from before", hu_proc("qps"));
+	vt_assert(hu_proc_wait("sockets_closing", 0, WAIT_MS) == 0,
+		  "%lld sockets closing from before",
+		  hu_proc("sockets_closing"));
+	visock_text(&fi.start, &fi.end);
+	tcp_fin_rst(&fi.rstart, &fi.rend);
+	vt_diag("injecting under [%#llx, %#llx) (visock's text), %u%%, stack depth %u",
+		fi.start, fi.end, fi.ac->prob, fi.ac->depth);
+	vt_diag("not under [%#llx, %#llx) (tcp_send_fin, tcp_send_active_reset)",
+		fi.rstart, fi.rend);
+	sockets0 = hu_proc("sockets");
+	hu_fb_snap(fb0);
+	fo0 = hu_proc("rdma_failovers");
+
+	for (r = 0; r < A_ROUNDS; r++)
+		a_round(c, &fi, &st);
+
+	nfb = fb_since(fb0, why, sizeof(why));
+	inj = fi.injected[0] + fi.injected[1];
+	vt_diag("%s host: injected %lld (failslab %lld, fail_page_alloc %lld) in %d rounds",
+		vt_is_client(c) ? "client" : "server", inj, fi.injected[0],
+		fi.injected[1], A_ROUNDS);
+	vt_diag("connections %lld: setup failed %lld, complete %lld, error %lld,",
+		st.conns, st.setup_err, st.ok, st.err);
+	vt_diag("  eof after the peer's error %lld, dropped %lld;%s%s",
+		st.eof, st.dropped, *st.errs ? " errors" : "", st.errs);
+	vt_diag("modes: RDMA %lld, fallback %lld, failover %lld; fallbacks %lld:%s; failovers %lld",
+		st.rdma, st.fallback, st.failover, nfb, nfb ? why : " none",
+		hu_proc("rdma_failovers") - fo0);
+	vt_assert(inj > 0, "nothing was injected on this host");
+
+	/* Injection off: what it broke must be gone. */
+	vt_assert(hu_proc_wait("lgr_connections", 0, WAIT_MS) == 0,
+		  "lgr_connections %lld after close",
+		  hu_proc("lgr_connections"));
+	vt_assert(hu_proc_wait("qps", 0, WAIT_MS + 30000) == 0, "%lld QPs left",
+		  hu_proc("qps"));
+	vt_assert(hu_proc_wait("registered_bytes", 0, WAIT_MS) == 0,
+		  "%lld bytes still registered", hu_proc("registered_bytes"));
+	vt_assert(hu_proc_wait("sockets", sockets0, WAIT_MS + 30000) ==
+		  sockets0, "%lld visock sockets, %lld before the test",
+		  hu_proc("sockets"), sockets0);
+	/* A QP whose teardown hangs has left the gauge, not the device. */
+	end = ctl_now_ms() + WAIT_MS;
+	while ((nqp = rc_qps()) > 0 && ctl_now_ms() < end)
+		usleep(200 * 1000);
+	if (nqp < 0)
+		vt_diag("no rdma tool: the device's QPs are not checked");
+	vt_assert(nqp <= 0, "%d RC QPs still on the device", nqp);
+	vt_sync(c, "clean");
+
+	/* And a new connection is on RDMA. */
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		fd = su_connect(c, VT_FAMILY_VISOCK, false, port);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 4, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		fd = su_accept(lfd, SOCK_CLOEXEC);
+		close(lfd);
+	}
+	expect_rdma(fd, "the connection after the campaign");
+	su_xfer(&fd, 1, XFER_LEN, XFER_MS);
+	close(fd);
+	vt_sync(c, "after");
+	vt_assert(hu_proc_wait("qps", 0, WAIT_MS + 30000) == 0, "%lld QPs left",
+		  hu_proc("qps"));
+	vt_assert(hu_proc_wait("registered_bytes", 0, WAIT_MS) == 0,
+		  "%lld bytes still registered", hu_proc("registered_bytes"));
+	vt_sync(c, "done");
+}
+
 #define T(n, d)	{ n, fault_case, fault_case, 180, d }
+#define A(n, d)	{ n, alloc_case, alloc_case, 900, d }
 
 static const struct vt_test tests[] = {
 	T("child_alloc_server", "server drops an accepted connection"),
@@ -884,11 +1717,19 @@ static const struct vt_test tests[] = {
 	  "SIGUSR1 every ms at blocking connect/accept/send/recv" },
 	{ "netns_del", netns_del, netns_del, 180,
 	  "ip netns del with visock sockets open, then exit: no leak" },
+	A("alloc_slab_setup", "failslab in visock during connect/accept/handshake"),
+	A("alloc_slab_data", "failslab in visock during the streams"),
+	A("alloc_slab_close", "failslab in visock during close and teardown"),
+	A("alloc_slab_all", "failslab in visock from connect to teardown"),
+	A("alloc_page_setup", "fail_page_alloc in visock during setup"),
+	A("alloc_page_all", "fail_page_alloc in visock from connect to teardown"),
+	A("alloc_both_all", "failslab and fail_page_alloc, connect to teardown"),
 };
 
 int main(int argc, char **argv)
 {
 	save_sysctls();
+	fi_save();
 	vt_set_cleanup(cleanup);
 	return vt_main(argc, argv, "visock_fault", tests, ARRAY_SIZE(tests));
 }

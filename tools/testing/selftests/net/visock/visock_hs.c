@@ -3411,6 +3411,272 @@ static void link_broken_closing(struct vt_ctx *c)
 	close(fd);
 }
 
+/*
+ * The RDMA device of one host (the server's, or with @client_side the
+ * client's) is deleted while connections close.  GC_CLOSING RDMA
+ * connections: on each the client writes as much of a stream as the
+ * socket takes without blocking (of GC_BIG bytes on the even ones: the
+ * server's ring fills up, unread; GC_SMALL on the odd ones) and closes it
+ * at once: close() hands the rest to the background close, which waits
+ * for the RDMA writes and the closed flag to complete.  The device is
+ * deleted right then, while the server starts reading.  GC_SURVIVORS
+ * more connections stay open across it.
+ *
+ * Pass: close() returns; on every closed connection the server reads
+ * exactly what the client wrote, then end of stream, or gets an error
+ * (never a clean end of stream with bytes missing), within DEAD_IO_MS;
+ * the survivors carry a checksummed stream each way (failed over to
+ * TCP); after everything is closed no visock socket, connection, QP or
+ * registered ring is left on either host; with the device back, a new
+ * connection is on RDMA.
+ */
+#define GC_CLOSING	8
+#define GC_SURVIVORS	2
+#define GC_BIG		(1024 * 1024)
+#define GC_SMALL	(16 * 1024)
+
+/* Client: write stream @len until it would block; bytes written. */
+static uint64_t write_some(int fd, uint64_t len)
+{
+	static uint8_t buf[65536];
+	uint64_t done = 0;
+	struct pl_tx tx;
+	size_t n = 0, off = 0;
+	ssize_t r;
+
+	pl_tx_init(&tx, len);
+	su_nonblock(fd, true);
+	for (;;) {
+		if (off == n) {
+			off = 0;
+			n = pl_tx_fill(&tx, buf, sizeof(buf));
+			if (!n)
+				break;
+		}
+		r = send(fd, buf + off, n - off, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			break;
+		vt_assert(r > 0, "send: %s", r < 0 ? vt_errname(errno) : "0");
+		off += (size_t)r;
+		done += (uint64_t)r;
+	}
+	return done;
+}
+
+/*
+ * Server: read every connection of @fds up to end of stream or an error;
+ * @want[i] bytes were written into it.  Fails on data loss, corrupted
+ * data or no end within @ms.
+ */
+static void read_closed(const int *fds, const uint64_t *want, int n, int ms,
+			int *nerr)
+{
+	long long end = ctl_now_ms() + ms;
+	static uint8_t in[65536];
+	struct pollfd pfd[GC_CLOSING];
+	struct pl_rx rx[GC_CLOSING];
+	bool done[GC_CLOSING] = { false };
+	int i, left = n;
+	ssize_t r;
+
+	for (i = 0; i < n; i++) {
+		pl_rx_init(&rx[i], UINT64_MAX);
+		su_nonblock(fds[i], true);
+	}
+	while (left) {
+		for (i = 0; i < n; i++) {
+			pfd[i].fd = done[i] ? -1 : fds[i];
+			pfd[i].events = POLLIN;
+		}
+		vt_assert(ctl_now_ms() < end,
+			  "%d closed connections neither ended nor failed %d ms after the device was deleted",
+			  left, ms);
+		if (poll(pfd, n, 1000) < 0 && errno != EINTR)
+			vt_fail("poll: %s", strerror(errno));
+		for (i = 0; i < n; i++) {
+			if (done[i] || !pfd[i].revents)
+				continue;
+			r = recv(fds[i], in, sizeof(in), 0);
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (r < 0) {
+				vt_diag("closed connection %d: %s after %llu of %llu bytes",
+					i, vt_errname(errno),
+					(unsigned long long)rx[i].pos,
+					(unsigned long long)want[i]);
+				(*nerr)++;
+			} else if (r > 0) {
+				pl_check(&rx[i], in, (size_t)r);
+				continue;
+			} else {
+				vt_assert(rx[i].pos == want[i],
+					  "closed connection %d: end of stream after %llu of the %llu bytes written: data lost",
+					  i, (unsigned long long)rx[i].pos,
+					  (unsigned long long)want[i]);
+			}
+			done[i] = true;
+			left--;
+		}
+	}
+}
+
+static void device_gone_close_common(struct vt_ctx *c, bool client_side)
+{
+	bool server = !vt_is_client(c), deleter = server != client_side;
+	int fds[GC_CLOSING], surv[GC_SURVIVORS], i, lfd = -1, port = 0;
+	int status = 0, nerr = 0, ret;
+	long long sockets0, t0;
+	uint64_t want[GC_CLOSING];
+	char rxe[64] = "", how[128] = "";
+	struct visock_info vi;
+	pid_t child = -1;
+
+	need(c, NEED_RDMA | (deleter ? NEED_RXE : 0), rxe, sizeof(rxe));
+	set_knob(ENABLE_PATH, 1);
+	vt_assert(hu_proc_wait("sockets_closing", 0, 45000) == 0,
+		  "%lld sockets still closing from before",
+		  hu_proc("sockets_closing"));
+	sockets0 = hu_proc("sockets");
+	vt_sync(c, "configured");
+
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+	for (i = 0; i < GC_SURVIVORS + GC_CLOSING; i++) {
+		int fd = vt_is_client(c) ?
+			 su_connect(c, VT_FAMILY_VISOCK, false, port) :
+			 su_accept(lfd, SOCK_CLOEXEC);
+
+		get_info(fd, &vi);
+		vt_assert(success_info(&vi), "connection %d not on RDMA: %s",
+			  i, info_str(&vi));
+		/* Connections are made one after the other: same order. */
+		ping_both(c, fd);
+		if (i < GC_SURVIVORS)
+			surv[i] = fd;
+		else
+			fds[i - GC_SURVIVORS] = fd;
+	}
+	if (lfd >= 0)
+		close(lfd);
+	vt_sync(c, "connected");
+
+	/* Client: write and close; the server learns what was written. */
+	if (vt_is_client(c)) {
+		for (i = 0; i < GC_CLOSING; i++) {
+			want[i] = write_some(fds[i], i % 2 ? GC_SMALL : GC_BIG);
+			vt_send(c, "W %llu", (unsigned long long)want[i]);
+		}
+		vt_diag("written before close(): %llu (big), %llu (small) bytes",
+			(unsigned long long)want[0],
+			(unsigned long long)want[1]);
+		t0 = ctl_now_ms();
+		for (i = 0; i < GC_CLOSING; i++)
+			close(fds[i]);
+		vt_diag("%d close() calls returned in %lld ms", GC_CLOSING,
+			ctl_now_ms() - t0);
+	} else {
+		for (i = 0; i < GC_CLOSING; i++)
+			want[i] = (uint64_t)vt_recv_num(c, "W");
+	}
+	vt_sync(c, "closing");
+	vt_diag("closing: %lld sockets closing here",
+		hu_proc("sockets_closing"));
+	if (deleter) {
+		child = fork();
+		vt_assert(child >= 0, "fork: %s", strerror(errno));
+		if (!child) {
+			t0 = ctl_now_ms();
+			rxe_delete(rxe, getenv(RXE_ENV));
+			vt_diag("deleting %s while %d connections closed took %lld ms",
+				rxe, GC_CLOSING, ctl_now_ms() - t0);
+			_exit(0);
+		}
+	}
+	if (server) {
+		read_closed(fds, want, GC_CLOSING, DEAD_IO_MS, &nerr);
+		vt_diag("closed connections: %d ended with an error, %d with all data and EOF",
+			nerr, GC_CLOSING - nerr);
+		for (i = 0; i < GC_CLOSING; i++)
+			close(fds[i]);
+	}
+	/* The server may read for up to DEAD_IO_MS, longer than a sync. */
+	if (server) {
+		vt_send(c, "read");
+	} else {
+		char line[64];
+
+		vt_assert(ctl_readln(c->ctl, line, sizeof(line),
+				     DEAD_IO_MS + MARGIN_MS) >= 0 &&
+			  !strcmp(line, "read"),
+			  "the server did not finish reading");
+	}
+	if (deleter)
+		vt_assert(waitpid(child, &status, 0) == child &&
+			  WIFEXITED(status) && !WEXITSTATUS(status),
+			  "deleting %s failed (status 0x%x)", rxe, status);
+	vt_sync(c, "deleted");
+
+	/* The survivors carry on over TCP. */
+	for (i = 0; i < GC_SURVIVORS; i++) {
+		ret = xfer_tolerant(surv[i], XFER_LEN, DEAD_IO_MS, how,
+				    sizeof(how));
+		get_info(surv[i], &vi);
+		vt_assert(ret == 0, "survivor %d: %s; %s", i,
+			  ret > 0 ? how : "still running", info_str(&vi));
+		vt_assert(vi.vi_flags & VISOCK_INFO_F_FAILOVER,
+			  "survivor %d: streams intact, but not failed over: %s",
+			  i, info_str(&vi));
+		close(surv[i]);
+	}
+	vt_sync(c, "survived");
+
+	/* Nothing left behind. */
+	vt_assert(hu_proc_wait("sockets_closing", 0, 45000) == 0,
+		  "%lld sockets still closing 45 s later",
+		  hu_proc("sockets_closing"));
+	vt_assert(hu_proc_wait("sockets", sockets0, 15000) == sockets0,
+		  "%lld visock sockets, %lld before the test",
+		  hu_proc("sockets"), sockets0);
+	vt_assert(hu_proc_wait("lgr_connections", 0, 15000) == 0,
+		  "lgr_connections %lld after close",
+		  hu_proc("lgr_connections"));
+	vt_assert(hu_proc_wait("qps", 0, 30000) == 0, "%lld QPs left",
+		  hu_proc("qps"));
+	vt_assert(hu_proc_wait("registered_bytes", 0, 15000) == 0,
+		  "%lld bytes still registered", hu_proc("registered_bytes"));
+	vt_sync(c, "clean");
+	if (deleter)
+		rxe_restore();
+	vt_sync(c, "restored");
+
+	/* The device is back: RDMA again. */
+	i = pair_visock(c);
+	get_info(i, &vi);
+	vt_diag("new connection: %s", info_str(&vi));
+	vt_assert(success_info(&vi),
+		  "no handshake success after the device came back: %s",
+		  info_str(&vi));
+	ping_both(c, i);
+	vt_sync(c, "pinged");
+	close(i);
+}
+
+static void device_gone_close_server(struct vt_ctx *c)
+{
+	device_gone_close_common(c, false);
+}
+
+static void device_gone_close_client(struct vt_ctx *c)
+{
+	device_gone_close_common(c, true);
+}
+
 /* ---- the table ---- */
 
 static const struct vt_test fixed_tests[] = {
@@ -3430,6 +3696,12 @@ static const struct vt_test fixed_tests[] = {
 	  "the client's RDMA device is deleted under an open connection" },
 	{ "link_broken_closing", link_broken_closing, link_broken_closing, 180,
 	  "a closed connection's link breaks before its last bytes went" },
+	{ "device_gone_close_server", device_gone_close_server,
+	  device_gone_close_server, 300,
+	  "the server's RDMA device is deleted while connections close" },
+	{ "device_gone_close_client", device_gone_close_client,
+	  device_gone_close_client, 300,
+	  "the client's RDMA device is deleted while connections close" },
 };
 
 int main(int argc, char **argv)
