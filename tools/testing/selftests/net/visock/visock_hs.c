@@ -3211,6 +3211,21 @@ static int pair_visock(struct vt_ctx *c)
 	return fd;
 }
 
+/* After a failure (@after): a new connection is on RDMA and works. */
+static void rdma_again(struct vt_ctx *c, const char *after)
+{
+	struct visock_info vi;
+	int fd = pair_visock(c);
+
+	get_info(fd, &vi);
+	vt_diag("new connection: %s", info_str(&vi));
+	vt_assert(success_info(&vi), "no handshake success after %s: %s",
+		  after, info_str(&vi));
+	ping_both(c, fd);
+	vt_sync(c, "pinged");
+	close(fd);
+}
+
 /*
  * The server's Soft-RoCE device is deleted while an RDMA connection is
  * open: the deletion must not wait for the connection, I/O must end or
@@ -3316,17 +3331,7 @@ static void device_gone_common(struct vt_ctx *c, bool client_side)
 	if (deleter)
 		rxe_restore();
 	vt_sync(c, "restored");
-
-	/* The device is back: RDMA again. */
-	fd = pair_visock(c);
-	get_info(fd, &vi);
-	vt_diag("new connection: %s", info_str(&vi));
-	vt_assert(success_info(&vi),
-		  "no handshake success after the device came back: %s",
-		  info_str(&vi));
-	ping_both(c, fd);
-	vt_sync(c, "pinged");
-	close(fd);
+	rdma_again(c, "the device came back");
 }
 
 static void device_gone_open(struct vt_ctx *c)
@@ -3400,15 +3405,7 @@ static void link_broken_closing(struct vt_ctx *c)
 		vt_sync(c, "read");
 	}
 	vt_sync(c, "restored");
-
-	fd = pair_visock(c);
-	get_info(fd, &vi);
-	vt_assert(success_info(&vi),
-		  "no handshake success after the failover: %s",
-		  info_str(&vi));
-	ping_both(c, fd);
-	vt_sync(c, "pinged");
-	close(fd);
+	rdma_again(c, "the failover");
 }
 
 /*
@@ -3654,17 +3651,7 @@ static void device_gone_close_common(struct vt_ctx *c, bool client_side)
 	if (deleter)
 		rxe_restore();
 	vt_sync(c, "restored");
-
-	/* The device is back: RDMA again. */
-	i = pair_visock(c);
-	get_info(i, &vi);
-	vt_diag("new connection: %s", info_str(&vi));
-	vt_assert(success_info(&vi),
-		  "no handshake success after the device came back: %s",
-		  info_str(&vi));
-	ping_both(c, i);
-	vt_sync(c, "pinged");
-	close(i);
+	rdma_again(c, "the device came back");
 }
 
 static void device_gone_close_server(struct vt_ctx *c)
