@@ -18,9 +18,9 @@
  * the ring) instead of copying and posting every few bytes the reader
  * releases, and is only woken when that much is free (@tx_need).  It
  * sends no message to say that it waits: the reader's consumer updates
- * (visock_cons_update_due()) release that much on their own while the
- * ring is more than half full.  The immediate data carries the
- * peer's connection index on its QP, the byte count (up to
+ * (visock_cons_update_due()) release that much on their own, at the
+ * latest once the reader consumed everything.  The immediate data
+ * carries the peer's connection index on its QP, the byte count (up to
  * VISOCK_IMM_LEN_MAX per transfer) and the credits we return
  * (visock_wire.h).
  *
