@@ -664,8 +664,8 @@ static void visock_stream_model_test(struct kunit *test)
  * that reads 64 KiB at a time sends a consumer update per three quarters
  * of the ring (4 per 3 MiB), not per read, whether it reads only after
  * the writer filled the ring or whenever there is data: with the
- * writer's one transfer per write, at most 1.1 work requests per write
- * on both hosts together (issue 9's bound), here 1 + 1/12.
+ * writer's one transfer per write, 1 + 1/12 work requests per write
+ * (credit returns, not modelled here, come on top).
  */
 static void visock_stream_model_1m_test(struct kunit *test)
 {
