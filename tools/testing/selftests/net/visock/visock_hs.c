@@ -123,7 +123,6 @@ struct hs_dirty {
 	int knobs;		/* a sysctl or the debugfs hook was written */
 	int ipt_port;		/* an iptables rule for this port is in */
 	int ipt_synack;		/* ... matching SYN-ACKs (else SYNs) */
-	int ipt_roce;		/* outgoing RoCE v2 packets are dropped */
 	int rxe_gone;		/* rxe_dev was deleted */
 	char rxe_dev[64];
 	char rxe_netdev[64];
@@ -340,32 +339,6 @@ static void strip_del(void)
 	dirty->ipt_port = 0;
 }
 
-/*
- * Drop (or stop dropping) this host's outgoing RoCE v2 packets (UDP
- * port 4791): its RDMA requests, responses and acknowledgements no
- * longer reach the peer, while TCP still does.
- */
-static int roce_drop_rule(bool add, char *out, size_t size)
-{
-	return run_cmd(out, size, "iptables", "-w", "5", add ? "-A" : "-D",
-		       "OUTPUT", "-p", "udp", "--dport", "4791", "-m",
-		       "comment", "--comment", IPT_TAG, "-j", "DROP", NULL);
-}
-
-static void roce_drop(bool on)
-{
-	char out[512];
-
-	if (!on && !dirty->ipt_roce)
-		return;
-	if (roce_drop_rule(on, out, sizeof(out)))
-		vt_fail("iptables: %s the RoCE drop rule: %s",
-			on ? "adding" : "removing", first_line(out));
-	dirty->ipt_roce = on;
-	vt_diag("%s outgoing RoCE v2 packets",
-		on ? "dropping" : "no longer dropping");
-}
-
 /* ---- RDMA devices ---- */
 
 /* Number of ACTIVE RDMA ports; a description of all in @desc. */
@@ -576,8 +549,6 @@ static void hs_cleanup(const struct vt_ctx *c)
 			     sizeof(out)))
 			break;
 	dirty->ipt_port = 0;
-	if (dirty->ipt_roce && !roce_drop_rule(false, out, sizeof(out)))
-		dirty->ipt_roce = 0;
 	if (dirty->rxe_gone) {
 		ktap_diag("cleanup: adding RDMA device %s on %s back",
 			  dirty->rxe_dev, dirty->rxe_netdev);
@@ -3345,70 +3316,6 @@ static void device_gone_client(struct vt_ctx *c)
 }
 
 /*
- * A connection whose writer closes gracefully must still deliver every
- * byte when its RDMA link breaks while the close waits for the last
- * writes: the client writes CLOSING_LEN bytes with its outgoing RoCE
- * packets dropped (iptables), so neither the writes nor the closed flag
- * that close() posts reach the server, and closes the socket.  Soft-RoCE
- * sends through the IP stack, and a packet dropped there fails the
- * request and puts the QP in the error state at once (a NIC would not
- * see the rule: the test needs Soft-RoCE, like the device tests); the
- * other requests are flushed.  The close must then wait for the failover
- * to TCP, which resends the stream, instead of releasing the TCP
- * connection as soon as the send queue is empty (which reset the
- * server's side: ECONNRESET, the bytes lost).  Pass: the server reads
- * all of the stream, intact, then end of file; afterwards a new
- * connection uses RDMA.
- */
-#define CLOSING_LEN	(32 * 1024)
-#define CLOSING_FO_MS	60000	/* retries run out, the failover starts */
-
-static void link_broken_closing(struct vt_ctx *c)
-{
-	bool server = !vt_is_client(c);
-	struct visock_info vi;
-	struct timeval tv = { .tv_sec = DEAD_IO_MS / 1000 };
-	char rxe[64] = "";
-	long long fo0;
-	int fd;
-
-	need(c, NEED_RDMA | NEED_IPT | (server ? 0 : NEED_RXE), rxe,
-	     sizeof(rxe));
-	set_knob(ENABLE_PATH, 1);
-	vt_sync(c, "configured");
-
-	fd = pair_visock(c);
-	get_info(fd, &vi);
-	vt_assert(success_info(&vi), "handshake did not succeed: %s",
-		  info_str(&vi));
-	ping_both(c, fd);
-	vt_sync(c, "used");
-	if (server) {
-		vt_try(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
-		       "SO_RCVTIMEO");
-		pl_recv(fd, CLOSING_LEN);
-		get_info(fd, &vi);
-		vt_diag("the whole stream and end of file: %s", info_str(&vi));
-		close(fd);
-		vt_sync(c, "read");
-	} else {
-		fo0 = hu_proc("rdma_failovers");
-		roce_drop(true);
-		pl_send(fd, CLOSING_LEN);
-		close(fd);
-		vt_assert(hu_proc_wait_ge("rdma_failovers", fo0 + 1,
-					  CLOSING_FO_MS) >= fo0 + 1,
-			  "no failover %d ms after %s stopped sending",
-			  CLOSING_FO_MS, rxe);
-		roce_drop(false);
-		vt_diag("the closed connection failed over");
-		vt_sync(c, "read");
-	}
-	vt_sync(c, "restored");
-	rdma_again(c, "the failover");
-}
-
-/*
  * The RDMA device of one host (the server's, or with @client_side the
  * client's) is deleted while connections close.  GC_CLOSING RDMA
  * connections: on each the client writes as much of a stream as the
@@ -3681,8 +3588,6 @@ static const struct vt_test fixed_tests[] = {
 	  "the server's RDMA device is deleted under an open connection" },
 	{ "device_gone_client", device_gone_client, device_gone_client, 180,
 	  "the client's RDMA device is deleted under an open connection" },
-	{ "link_broken_closing", link_broken_closing, link_broken_closing, 180,
-	  "a closed connection's link breaks before its last bytes went" },
 	{ "device_gone_close_server", device_gone_close_server,
 	  device_gone_close_server, 300,
 	  "the server's RDMA device is deleted while connections close" },
