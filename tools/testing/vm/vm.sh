@@ -414,6 +414,8 @@ launch() {
 		extra=(-chardev "socket,id=shell,path=$state/$host.shell.sock,server=on,wait=off"
 			-serial chardev:shell)
 	fi
+	# The link's UDP socket is opened by udp-link.py (see there why).
+	python3 "$here/udp-link.py" "$my_port" "$peer_port" 3 \
 	"$qemu" \
 		-name "$(vm_name "$host")" \
 		-accel "$accel" -cpu "$cpu" -smp 1 -m "${mem:-$(vm_mem "$kver")}" \
@@ -432,7 +434,7 @@ visock.src=$repo visock.results=$results$modarg$(vm_append "$kver")" \
 		-device virtio-9p-pci,fsdev=fsctl,mount_tag=ctl \
 		-fsdev "local,id=fsres,path=$results,security_model=none" \
 		-device virtio-9p-pci,fsdev=fsres,mount_tag=results \
-		-netdev "socket,id=n0,udp=127.0.0.1:$peer_port,localaddr=127.0.0.1:$my_port" \
+		-netdev "dgram,id=n0,local.type=fd,local.str=3" \
 		-device "$(vm_nic "$kver"),netdev=n0,mac=$mac" \
 		-daemonize -pidfile "$state/$host.qemu.pid" </dev/null
 	# Keep our own copy: QEMU removes its pid file when it exits.
