@@ -24,8 +24,19 @@
  * flag's completion can still be queued behind the FIN's softirq.
  */
 #define VISOCK_DP_FIN_GRACE		HZ
-/* Return credits in a cursor message of their own from this many. */
-#define VISOCK_DP_CREDIT_RETURN		(VISOCK_LINK_RQ_DEPTH / 2)
+/*
+ * Return credits in a cursor message of their own from this many: three
+ * quarters of the depth, so that a stream of large writes gets its
+ * credits back with about every consumer update of a large ring
+ * (visock_cons_update_due()) rather than in messages of their own.  At
+ * most VISOCK_LINK_RQ_DEPTH - VISOCK_DP_CREDIT_RESERVE (what a side that
+ * waits for credits is owed) and more than 1 (credit-only messages must
+ * not ping-pong).
+ */
+#define VISOCK_DP_CREDIT_RETURN		(VISOCK_LINK_RQ_DEPTH * 3 / 4)
+static_assert(VISOCK_DP_CREDIT_RETURN > 1 &&
+	      VISOCK_DP_CREDIT_RETURN <=
+	      VISOCK_LINK_RQ_DEPTH - VISOCK_DP_CREDIT_RESERVE);
 
 enum visock_dp_state {
 	VISOCK_DP_LIVE,		/* receive requests posted, data may flow */
