@@ -123,6 +123,7 @@ struct hs_dirty {
 	int knobs;		/* a sysctl or the debugfs hook was written */
 	int ipt_port;		/* an iptables rule for this port is in */
 	int ipt_synack;		/* ... matching SYN-ACKs (else SYNs) */
+	int ipt_roce;		/* outgoing RoCE v2 packets are dropped */
 	int rxe_gone;		/* rxe_dev was deleted */
 	char rxe_dev[64];
 	char rxe_netdev[64];
@@ -339,6 +340,35 @@ static void strip_del(void)
 	dirty->ipt_port = 0;
 }
 
+/*
+ * Drop (or stop dropping) the RoCE v2 packets (UDP port 4791) this host
+ * receives: the peer's RDMA requests, responses and acknowledgements are
+ * lost on the way in, as on a broken path, while TCP still goes through.
+ * Both QPs' requests then go unacknowledged until their retries run out
+ * (rdma_ack_timeout, VISOCK_LINK_RETRY).  Only Soft-RoCE packets pass
+ * through netfilter; a NIC's do not.
+ */
+static int roce_drop_rule(bool add, char *out, size_t size)
+{
+	return run_cmd(out, size, "iptables", "-w", "5", add ? "-A" : "-D",
+		       "INPUT", "-p", "udp", "--dport", "4791", "-m",
+		       "comment", "--comment", IPT_TAG, "-j", "DROP", NULL);
+}
+
+static void roce_drop(bool on)
+{
+	char out[512];
+
+	if (!on && !dirty->ipt_roce)
+		return;
+	if (roce_drop_rule(on, out, sizeof(out)))
+		vt_fail("iptables: %s the RoCE drop rule: %s",
+			on ? "adding" : "removing", first_line(out));
+	dirty->ipt_roce = on;
+	vt_diag("%s incoming RoCE v2 packets",
+		on ? "dropping" : "no longer dropping");
+}
+
 /* ---- RDMA devices ---- */
 
 /* Number of ACTIVE RDMA ports; a description of all in @desc. */
@@ -549,6 +579,8 @@ static void hs_cleanup(const struct vt_ctx *c)
 			     sizeof(out)))
 			break;
 	dirty->ipt_port = 0;
+	if (dirty->ipt_roce && !roce_drop_rule(false, out, sizeof(out)))
+		dirty->ipt_roce = 0;
 	if (dirty->rxe_gone) {
 		ktap_diag("cleanup: adding RDMA device %s on %s back",
 			  dirty->rxe_dev, dirty->rxe_netdev);
@@ -3316,6 +3348,73 @@ static void device_gone_client(struct vt_ctx *c)
 }
 
 /*
+ * A connection whose writer closes gracefully must still deliver every
+ * byte when its RDMA path breaks while the close waits for the last
+ * writes: the server drops every RoCE packet it receives (iptables, so
+ * the server needs Soft-RoCE, like the device tests), the client writes
+ * CLOSING_LEN bytes and closes the socket.  Neither the writes nor the
+ * closed flag arrive; the client's QP retries until its retry count runs
+ * out (about 15 s with the suite's rdma_ack_timeout 19), then fails with
+ * the rest of its requests flushed.  The close must wait for the
+ * failover to TCP, which resends the stream, instead of releasing the
+ * TCP connection as soon as the send queue is empty (which reset the
+ * server's side: ECONNRESET, the bytes lost).  Pass: the server reads
+ * all of the stream, intact, then end of file, and the client counts a
+ * failover; afterwards a new connection uses RDMA.
+ */
+#define CLOSING_LEN	(32 * 1024)
+#define CLOSING_FO_MS	60000	/* retries run out, the failover starts */
+
+static void link_broken_closing(struct vt_ctx *c)
+{
+	bool server = !vt_is_client(c);
+	struct visock_info vi;
+	struct timeval tv = { .tv_sec = DEAD_IO_MS / 1000 };
+	char rxe[64] = "";
+	long long fo0, t0;
+	int fd;
+
+	need(c, NEED_RDMA | (server ? NEED_IPT | NEED_RXE : 0), rxe,
+	     sizeof(rxe));
+	set_knob(ENABLE_PATH, 1);
+	vt_sync(c, "configured");
+
+	fd = pair_visock(c);
+	get_info(fd, &vi);
+	vt_assert(success_info(&vi), "handshake did not succeed: %s",
+		  info_str(&vi));
+	ping_both(c, fd);
+	vt_sync(c, "used");
+	if (server) {
+		roce_drop(true);
+		vt_sync(c, "dropping");
+		vt_try(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
+		       "SO_RCVTIMEO");
+		pl_recv(fd, CLOSING_LEN);
+		get_info(fd, &vi);
+		vt_diag("the whole stream and end of file: %s", info_str(&vi));
+		close(fd);
+		vt_sync(c, "read");
+		roce_drop(false);
+	} else {
+		vt_sync(c, "dropping");
+		fo0 = hu_proc("rdma_failovers");
+		t0 = ctl_now_ms();
+		pl_send(fd, CLOSING_LEN);
+		close(fd);
+		vt_assert(hu_proc_wait_ge("rdma_failovers", fo0 + 1,
+					  CLOSING_FO_MS) >= fo0 + 1,
+			  "no failover %d ms after the server stopped receiving RoCE",
+			  CLOSING_FO_MS);
+		vt_diag("the closed connection failed over %lld ms after its first write",
+			ctl_now_ms() - t0);
+		vt_sync(c, "read");
+	}
+	vt_sync(c, "restored");
+	rdma_again(c, "the failover");
+}
+
+/*
  * The RDMA device of one host (the server's, or with @client_side the
  * client's) is deleted while connections close.  GC_CLOSING RDMA
  * connections: on each the client writes as much of a stream as the
@@ -3588,6 +3687,8 @@ static const struct vt_test fixed_tests[] = {
 	  "the server's RDMA device is deleted under an open connection" },
 	{ "device_gone_client", device_gone_client, device_gone_client, 180,
 	  "the client's RDMA device is deleted under an open connection" },
+	{ "link_broken_closing", link_broken_closing, link_broken_closing, 180,
+	  "a closed connection's link breaks before its last bytes went" },
 	{ "device_gone_close_server", device_gone_close_server,
 	  device_gone_close_server, 300,
 	  "the server's RDMA device is deleted while connections close" },
