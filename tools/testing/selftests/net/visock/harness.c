@@ -441,7 +441,7 @@ static void run_half(const struct vt_test *t, enum vt_role role, int ctl,
 	if (half_cleanup)
 		half_cleanup(&ctx);
 	if (streams && streams->n)
-		ktap_diag("%s%s: checksums verified: streams %llu, payload bytes %llu, XOR of their FNV-1a sums %016llx",
+		ktap_diag("%s%s: checksums verified: streams %llu, bytes %llu, xor %016llx",
 			  role == VT_ROLE_SERVER ? "[server] " :
 			  ctl >= 0 ? "[client] " : "[local] ", t->name,
 			  streams->n, streams->bytes, streams->sum_xor);
