@@ -234,6 +234,7 @@ static void sysctl_set(const char *name, long long val)
 }
 
 static void fi_restore(void);
+static int rc_qps(void);
 static void dev_need(struct vt_ctx *c, const char *func);
 static void dev_arm(const char *func);
 static long long dev_disarm(void);
@@ -426,8 +427,9 @@ static void fault_case(struct vt_ctx *c)
 {
 	const struct fcase *fc = find_case(c);
 	bool mine = fc->server != vt_is_client(c);
-	long long inj0 = 0, inj = 0, fo0, fo, fb0[HU_NFB], nfb;
+	long long inj0 = 0, inj = 0, fo0, fo, fb0[HU_NFB], nfb, end;
 	int fds[3] = { -1, -1, -1 }, nx = 0, lfd = -1, port = 0, a, b, cc;
+	int nqp;
 	struct visock_info vi;
 	char why[256];
 
@@ -569,6 +571,11 @@ static void fault_case(struct vt_ctx *c)
 		  hu_proc("qps"));
 	vt_assert(hu_proc_wait("registered_bytes", 0, WAIT_MS) == 0,
 		  "%lld bytes still registered", hu_proc("registered_bytes"));
+	/* A QP whose teardown hangs has left the gauge, not the device. */
+	end = ctl_now_ms() + (long long)WAIT_MS * vt_time_scale;
+	while ((nqp = rc_qps()) > 0 && ctl_now_ms() < end)
+		usleep(200 * 1000);
+	vt_assert(nqp <= 0, "%d RC QPs still on the device", nqp);
 	vt_sync(c, "clean");
 }
 
