@@ -385,6 +385,17 @@ static struct net_device *visock_link_find_ndev(struct net *net,
 	return ndev ?: ERR_PTR(-ENODEV);
 }
 
+/* ib_modify_qp(), remembering a failure of the device (see @modify_failed). */
+static int visock_qp_modify(struct visock_qp *q, struct ib_qp_attr *attr,
+			    int mask)
+{
+	int err = ib_modify_qp(q->ibqp, attr, mask);
+
+	if (err)
+		q->modify_failed = true;
+	return err;
+}
+
 static int visock_qp_create_verbs(struct visock_qp *q)
 {
 	const struct ib_device_attr *da = &q->ibdev->attrs;
@@ -441,8 +452,8 @@ static int visock_qp_create_verbs(struct visock_qp *q)
 	err = visock_fault(VISOCK_FP_QP_INIT);
 	if (err)
 		return err;
-	return ib_modify_qp(q->ibqp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
-			    IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	return visock_qp_modify(q, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+				IB_QP_PORT | IB_QP_ACCESS_FLAGS);
 }
 
 /*
@@ -569,8 +580,15 @@ static void visock_qp_release_verbs(struct visock_qp *q)
 	spin_unlock_bh(&q->post_lock);
 
 	if (q->ibqp) {
-		/* Every posted request completes before the QP goes. */
-		if (drain)
+		/*
+		 * Every posted request completes before the QP goes, unless
+		 * the device failed a state change: it may then never flush
+		 * (Soft-RoCE keeps its responder stopped when it cannot
+		 * allocate for IB_QP_MAX_DEST_RD_ATOMIC), and the drain
+		 * would wait for ever.  Such a QP never got to RTS: nothing
+		 * but receives was posted, and they go with the QP.
+		 */
+		if (drain && !q->modify_failed)
 			ib_drain_qp(q->ibqp);
 		ib_destroy_qp(q->ibqp);
 		q->ibqp = NULL;
@@ -1236,9 +1254,9 @@ static int visock_qp_to_rtr(struct visock_qp *q,
 	err = visock_fault(VISOCK_FP_QP_RTR);
 	if (err)
 		return err;
-	return ib_modify_qp(q->ibqp, &attr, IB_QP_STATE | IB_QP_AV |
-			    IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
-			    IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	return visock_qp_modify(q, &attr, IB_QP_STATE | IB_QP_AV |
+				IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+				IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
 }
 
 static int visock_qp_to_rts(struct visock_qp *q)
@@ -1255,9 +1273,9 @@ static int visock_qp_to_rts(struct visock_qp *q)
 	err = visock_fault(VISOCK_FP_QP_RTS);
 	if (err)
 		return err;
-	return ib_modify_qp(q->ibqp, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
-			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
-			    IB_QP_MAX_QP_RD_ATOMIC);
+	return visock_qp_modify(q, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
+				IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+				IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
 }
 
 /* Connect a new QP to the peer's end.  Under the QP's lock. */

@@ -171,6 +171,8 @@ struct visock_qp_rx {
  * @post_lock: protects @can_post and @posted; innermost, BH-safe
  * @can_post: the QP may be posted to
  * @posted: something was posted, so it must be drained
+ * @modify_failed: the device failed a state change of the QP, which it
+ *	may no longer be able to flush: it is destroyed without a drain
  * @wr_posted: work requests posted
  * @wc_ok: successful completions
  * @wc_err: failed or flushed completions
@@ -241,6 +243,7 @@ struct visock_qp {
 	spinlock_t post_lock;
 	bool can_post;
 	bool posted;
+	bool modify_failed;
 
 	atomic64_t wr_posted;
 	atomic64_t wc_ok;

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # debug-job.sh [RUN_TESTS_ARGS...] - guest side of "make check-debug".
+# debug-job.sh --peer-kill         - the same around peer-kill.sh
 #
 # Runs in both guests of the 6.12-debug test bed (vm.sh run ... --
 # tools/testing/vm/debug-job.sh): takes a kmemleak baseline (what the boot
@@ -10,11 +11,25 @@
 # check-debug.sh; results in $VISOCK_RESULTS/kunit.ktap), then scans for
 # leaks and leaves the report in $VISOCK_RESULTS/kmemleak.txt for
 # check-debug.sh.  Exits with the status of run_tests.sh.
+#
+# With --peer-kill it runs tools/testing/vm/peer-kill.sh instead (no
+# KUnit): host b powers itself off in the middle of it, so only host a
+# gets to the kmemleak scan, after visock was unloaded.
 set -u
 
 km=/sys/kernel/debug/kmemleak
 tests=$VISOCK_SRC/tools/testing/selftests/net/visock/run_tests.sh
 kunit_ko=$VISOCK_SRC/build/$(uname -r)/visock_kunit.ko
+if [ "${1:-}" = --peer-kill ]; then
+	shift
+	tests=$VISOCK_SRC/tools/testing/vm/peer-kill.sh
+	kunit_ko=
+	# As run_tests.sh does on a KASAN kernel: longer bounds.
+	if [ -z "${VISOCK_TEST_TIME_SCALE:-}" ] &&
+	   grep -qw kasan_report /proc/kallsyms 2>/dev/null; then
+		export VISOCK_TEST_TIME_SCALE=4
+	fi
+fi
 
 # Reading fails (EBUSY) unless the kernel was booted with kmemleak=on.
 kmemleak_on() { cat "$km" >/dev/null 2>&1; }
@@ -31,7 +46,7 @@ fi
 rc=$?
 
 # The suites run when the module is loaded; KUNIT_DEBUGFS keeps the results.
-if [ "$VISOCK_HOST" = a ] && [ -f "$kunit_ko" ]; then
+if [ "$VISOCK_HOST" = a ] && [ -n "$kunit_ko" ] && [ -f "$kunit_ko" ]; then
 	if insmod "$kunit_ko"; then
 		cat /sys/kernel/debug/kunit/visock*/results >"$VISOCK_RESULTS/kunit.ktap"
 		rmmod visock_kunit

@@ -84,6 +84,10 @@ static struct {
 };
 
 static struct vt_shared *shared;
+/* Streams verified by the current test half (vt_note_stream()). */
+static struct vt_streams {
+	unsigned long long n, bytes, sum_xor;
+} *streams;
 static struct vt_ctx *cur;
 static void (*half_cleanup)(const struct vt_ctx *c);
 
@@ -182,6 +186,15 @@ void vt_diag(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	ktap_diag("%s%s: %s", half_tag(), cur ? cur->test->name : "?", msg);
+}
+
+void vt_note_stream(unsigned long long bytes, unsigned long long sum)
+{
+	if (!streams)
+		return;
+	__atomic_fetch_add(&streams->n, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&streams->bytes, bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_xor(&streams->sum_xor, sum, __ATOMIC_RELAXED);
 }
 
 void vt_expect_errno_at(const char *where, long ret, int got, int want,
@@ -345,6 +358,15 @@ static void run_half(const struct vt_test *t, enum vt_role role, int ctl,
 		 opt.peer6 ? opt.peer6 : "");
 
 	shared->reason[0] = '\0';
+	/* Per runner process: role "single" forks a second runner. */
+	if (!streams) {
+		streams = mmap(NULL, sizeof(*streams), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (streams == MAP_FAILED)
+			streams = NULL;
+	}
+	if (streams)
+		memset(streams, 0, sizeof(*streams));
 	out->res = KTAP_FAIL;
 	out->shown = false;
 	out->reason[0] = '\0';
@@ -418,6 +440,11 @@ static void run_half(const struct vt_test *t, enum vt_role role, int ctl,
 		status = 0;
 	if (half_cleanup)
 		half_cleanup(&ctx);
+	if (streams && streams->n)
+		ktap_diag("%s%s: checksums verified: streams %llu, bytes %llu, xor %016llx",
+			  role == VT_ROLE_SERVER ? "[server] " :
+			  ctl >= 0 ? "[client] " : "[local] ", t->name,
+			  streams->n, streams->bytes, streams->sum_xor);
 	if (killed)
 		return;
 	if (WIFEXITED(status)) {

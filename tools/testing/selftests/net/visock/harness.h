@@ -112,6 +112,13 @@ __printf(1, 2) void vt_diag(const char *fmt, ...);
 void vt_expect_errno_at(const char *where, long ret, int got, int want,
 			const char *what);
 
+/*
+ * A checksummed stream arrived whole and intact: @bytes payload bytes with
+ * FNV-1a sum @sum.  The runner prints, per test half, how many did and the
+ * XOR of their sums (also from processes the test forked).
+ */
+void vt_note_stream(unsigned long long bytes, unsigned long long sum);
+
 /* Symbolic name of an errno value ("EAGAIN"), or "errno N". */
 const char *vt_errname(int err);
 

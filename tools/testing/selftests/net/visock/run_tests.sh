@@ -1321,6 +1321,7 @@ test_reload_loop() {
 			return
 		fi
 	done
+	diag "module.reload_loop: $LOOPS unload/load cycles"
 	result module.reload_loop pass
 }
 

@@ -483,14 +483,16 @@ int pl_rx_feed(struct pl_rx *rx, const uint8_t *buf, size_t len)
 			rx->trailer[p - PL_HDR_LEN - rx->len] = b;
 		}
 		rx->pos++;
-		if (rx->pos == pl_total(rx->len) &&
-		    get_le64(rx->trailer) != rx->sum) {
+		if (rx->pos != pl_total(rx->len))
+			continue;
+		if (get_le64(rx->trailer) != rx->sum) {
 			snprintf(rx->err, sizeof(rx->err),
 				 "checksum mismatch: sender 0x%016llx, received data 0x%016llx",
 				 (unsigned long long)get_le64(rx->trailer),
 				 (unsigned long long)rx->sum);
 			return -1;
 		}
+		vt_note_stream(rx->len, rx->sum);
 	}
 	return 0;
 }

@@ -294,6 +294,7 @@ static void sum_check(struct vt_ctx *c, const struct pat *p, const char *what)
 		 (unsigned long long)p->pos, (unsigned long long)p->sum);
 	vt_assert(!strcmp(got, want), "%s: sender says \"%s\", received \"%s\"",
 		  what, got, want);
+	vt_note_stream(p->pos, p->sum);
 }
 
 /* ---- rdma_bytes ---- */

@@ -32,6 +32,14 @@
  * "# fault <point>: injected N, fallbacks M, failovers F" (this host's
  * fallbacks and failovers during the test).
  *
+ * dev_rtr_<side>: not a fault point of visock but an allocation of the
+ * device: failslab fails, once, the first allocation under Soft-RoCE's
+ * rxe_qp_from_attr(), which is its array for IB_QP_MAX_DEST_RD_ATOMIC in
+ * the change to RTR of B's new QP.  Soft-RoCE then fails the change with
+ * ENOMEM and leaves its responder stopped, so the QP can no longer be
+ * drained: B falls back (nomem), and the QP must still go after close
+ * (skipped without Soft-RoCE, failslab or its stack trace filter).
+ *
  * Two more tests of teardown under stress:
  *
  * signal_storm	SIGUSR1 every millisecond (a helper process) at both
@@ -143,9 +151,17 @@ static const struct fcase fcases[] = {
 	{ "post_ctrl_client", "post_ctrl", false, FK_DATA, 0 },
 	{ "post_ctrl_server", "post_ctrl", true, FK_DATA, 0 },
 	{ "post_ctrl_close", "post_ctrl", false, FK_CLOSE, 0 },
+	{ "dev_rtr_client", "dev_rtr", false, FK_SETUP, NOMEM },
+	{ "dev_rtr_server", "dev_rtr", true, FK_SETUP, NOMEM },
 };
 
 #define NCASES	ARRAY_SIZE(fcases)
+
+/* Device points: an allocation under this function fails (failslab). */
+static const char *dev_func(const struct fcase *fc)
+{
+	return strcmp(fc->point, "dev_rtr") ? NULL : "rxe_qp_from_attr";
+}
 
 /* ---- host state ---- */
 
@@ -218,6 +234,10 @@ static void sysctl_set(const char *name, long long val)
 }
 
 static void fi_restore(void);
+static int rc_qps(void);
+static void dev_need(struct vt_ctx *c, const char *func);
+static void dev_arm(const char *func);
+static long long dev_disarm(void);
 
 /* Cleanup hook (runner process): disarm, restore the sysctls. */
 static void cleanup(const struct vt_ctx *c)
@@ -407,12 +427,15 @@ static void fault_case(struct vt_ctx *c)
 {
 	const struct fcase *fc = find_case(c);
 	bool mine = fc->server != vt_is_client(c);
-	long long inj0 = 0, inj = 0, fo0, fo, fb0[HU_NFB], nfb;
+	long long inj0 = 0, inj = 0, fo0, fo, fb0[HU_NFB], nfb, end;
 	int fds[3] = { -1, -1, -1 }, nx = 0, lfd = -1, port = 0, a, b, cc;
+	int nqp;
 	struct visock_info vi;
 	char why[256];
 
 	need_rdma(c);
+	if (dev_func(fc))
+		dev_need(c, dev_func(fc));
 	sysctl_set("lgr_link_conns", 1);
 	sysctl_set("lgr_max_links", 8);
 	sysctl_set("lgr_idle_ms", 0);
@@ -438,7 +461,9 @@ static void fault_case(struct vt_ctx *c)
 		b = pair(c, port, lfd);
 		expect_rdma(b, "B (before its fault)");
 	}
-	if (mine && fc->kind != FK_CLOSE) {
+	if (mine && dev_func(fc)) {
+		dev_arm(dev_func(fc));
+	} else if (mine && fc->kind != FK_CLOSE) {
 		inj0 = fault_injected(fc->point);
 		fault_arm(fc->point, 1);
 	}
@@ -477,7 +502,9 @@ static void fault_case(struct vt_ctx *c)
 		break;
 	}
 	vt_sync(c, "B done");
-	if (mine) {
+	if (mine && dev_func(fc)) {
+		inj = dev_disarm();
+	} else if (mine) {
 		fault_disarm();
 		inj = fault_injected(fc->point) - inj0;
 	}
@@ -544,6 +571,11 @@ static void fault_case(struct vt_ctx *c)
 		  hu_proc("qps"));
 	vt_assert(hu_proc_wait("registered_bytes", 0, WAIT_MS) == 0,
 		  "%lld bytes still registered", hu_proc("registered_bytes"));
+	/* A QP whose teardown hangs has left the gauge, not the device. */
+	end = ctl_now_ms() + (long long)WAIT_MS * vt_time_scale;
+	while ((nqp = rc_qps()) > 0 && ctl_now_ms() < end)
+		usleep(200 * 1000);
+	vt_assert(nqp <= 0, "%d RC QPs still on the device", nqp);
 	vt_sync(c, "clean");
 }
 
@@ -1149,6 +1181,107 @@ static void fi_disarm(struct afi *fi)
 	fi->armed = false;
 }
 
+/*
+ * The text of @func of a module: from it to the module's next function;
+ * 0, 0 if it is not in /proc/kallsyms.
+ */
+static void mod_func(const char *func, unsigned long long *start,
+		     unsigned long long *end)
+{
+	unsigned long long a, next = ~0ULL;
+	char line[512], type, name[256], mod[64], fmod[64] = "";
+	FILE *f;
+
+	*start = 0;
+	*end = 0;
+	f = fopen(KALLSYMS, "re");
+	vt_assert(f, "%s: %s", KALLSYMS, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s [%63[^]]]", &a, &type, name,
+			   mod) == 4 && (type == 't' || type == 'T') &&
+		    !strcmp(name, func)) {
+			*start = a;
+			snprintf(fmod, sizeof(fmod), "%s", mod);
+			break;
+		}
+	}
+	if (*start) {
+		rewind(f);
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%llx %c %255s [%63[^]]]", &a, &type,
+				   name, mod) == 4 &&
+			    (type == 't' || type == 'T') &&
+			    !strcmp(mod, fmod) && a > *start && a < next &&
+			    strncmp(name, "__pfx_", 6))
+				next = a;
+		}
+		if (next != ~0ULL)
+			*end = next;
+		else
+			*start = 0;
+	}
+	fclose(f);
+}
+
+/* Both halves: skip unless failslab can fail an allocation under @func. */
+static void dev_need(struct vt_ctx *c, const char *func)
+{
+	unsigned long long start, end;
+	static char why[128];
+
+	why[0] = '\0';
+	if (!fi_usable(AF_SLAB, "probability")) {
+		snprintf(why, sizeof(why), "no debugfs failslab (kernel config)");
+	} else if (!fi_usable(AF_SLAB, "stacktrace-depth")) {
+		snprintf(why, sizeof(why),
+			 "no fault injection stack trace filter (kernel config)");
+	} else {
+		mod_func(func, &start, &end);
+		if (!start)
+			snprintf(why, sizeof(why),
+				 "no %s() in %s (not Soft-RoCE?)", func,
+				 KALLSYMS);
+	}
+	vt_agree(c, !why[0], why);
+}
+
+/* failslab, once, for the first allocation under @func. */
+static void dev_arm(const char *func)
+{
+	unsigned long long start, end;
+
+	mod_func(func, &start, &end);
+	vt_assert(start, "no %s() in %s", func, KALLSYMS);
+	vt_diag("failslab once under [%#llx, %#llx) (%s)", start, end, func);
+	fi_set(AF_SLAB, "probability", "%llu\n", 0);
+	fi_set(AF_SLAB, "interval", "%llu\n", 1);
+	fi_set(AF_SLAB, "times", "%llu\n", 1);
+	fi_set(AF_SLAB, "space", "%llu\n", 0);
+	fi_set(AF_SLAB, "verbose", "%llu\n", 0);
+	fi_set(AF_SLAB, "task-filter", "%llu\n", 0);
+	fi_set(AF_SLAB, "stacktrace-depth", "%llu\n", 32);
+	fi_set(AF_SLAB, "require-start", "0x%llx\n", start);
+	fi_set(AF_SLAB, "require-end", "0x%llx\n", end);
+	fi_set(AF_SLAB, "reject-start", "0x%llx\n", 0);
+	fi_set(AF_SLAB, "reject-end", "0x%llx\n", 0);
+	fi_set(AF_SLAB, "ignore-gfp-wait", "%llu\n", 0);
+	fi_set(AF_SLAB, "cache-filter", "%llu\n", 0);
+	fi_set(AF_SLAB, "probability", "%llu\n", 100);
+}
+
+/* Disarm; how many allocations failed (0 or 1). */
+static long long dev_disarm(void)
+{
+	char path[160];
+	long long t;
+
+	fi_set(AF_SLAB, "probability", "%llu\n", 0);
+	fi_path(path, sizeof(path), AF_SLAB, "times");
+	t = hu_read_ll(path);
+	vt_assert(t == 0 || t == 1, "%s: %lld", path, t);
+	return 1 - t;
+}
+
 static void fi_phase_on(struct afi *fi, unsigned int phase)
 {
 	if (fi->ac->phases & phase)
@@ -1713,6 +1846,8 @@ static const struct vt_test tests[] = {
 	T("post_ctrl_client", "client: a cursor message post fails: failover"),
 	T("post_ctrl_server", "server: a cursor message post fails: failover"),
 	T("post_ctrl_close", "client: the cursor message of close() fails"),
+	T("dev_rtr_client", "client: Soft-RoCE fails the QP's RTR (ENOMEM)"),
+	T("dev_rtr_server", "server: Soft-RoCE fails the QP's RTR (ENOMEM)"),
 	{ "signal_storm", signal_storm, signal_storm, 300,
 	  "SIGUSR1 every ms at blocking connect/accept/send/recv" },
 	{ "netns_del", netns_del, netns_del, 180,
