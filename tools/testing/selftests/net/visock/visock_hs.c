@@ -355,6 +355,26 @@ static int roce_drop_rule(bool add, char *out, size_t size)
 		       "comment", "--comment", IPT_TAG, "-j", "DROP", NULL);
 }
 
+/* Can this host drop packets?  Adds and removes a dummy rule. */
+static bool drop_usable(char *why, size_t size)
+{
+	char out[512];
+	int ret = run_cmd(out, sizeof(out), "iptables", "-w", "5", "-A",
+			  "OUTPUT", "-p", "udp", "--dport", "9", "-m",
+			  "comment", "--comment", IPT_TAG, "-j", "DROP", NULL);
+
+	if (ret) {
+		snprintf(why, size, "%s",
+			 ret == 127 ? "no iptables command" :
+			 "iptables cannot add a DROP rule");
+		return false;
+	}
+	run_cmd(out, sizeof(out), "iptables", "-w", "5", "-D", "OUTPUT", "-p",
+		"udp", "--dport", "9", "-m", "comment", "--comment", IPT_TAG,
+		"-j", "DROP", NULL);
+	return true;
+}
+
 static void roce_drop(bool on)
 {
 	char out[512];
@@ -1281,6 +1301,7 @@ enum need {
 	NEED_IPT = 8,		/* iptables with TCPOPTSTRIP */
 	NEED_NO_TESTNET = 16,	/* no route to 192.0.2.1 */
 	NEED_V6 = 32,		/* IPv6 addresses of both hosts */
+	NEED_IPT_DROP = 64,	/* iptables with DROP and the comment match */
 };
 
 static bool routable(const char *ip)
@@ -1365,6 +1386,8 @@ static void need(struct vt_ctx *c, unsigned int mine, char *rxe, size_t size)
 	}
 	if (!*why && (mine & NEED_IPT))
 		ipt_usable(why, sizeof(why));
+	if (!*why && (mine & NEED_IPT_DROP))
+		drop_usable(why, sizeof(why));
 	if (!*why && (mine & NEED_NO_TESTNET) && routable("192.0.2.1"))
 		snprintf(why, sizeof(why),
 			 "192.0.2.1 is routable here: cannot fake an unreachable GID");
@@ -3382,7 +3405,7 @@ static void link_broken_closing(struct vt_ctx *c)
 	long long fo0, t0;
 	int fd;
 
-	need(c, NEED_RDMA | (server ? NEED_IPT | NEED_RXE : 0), rxe,
+	need(c, NEED_RDMA | (server ? NEED_IPT_DROP | NEED_RXE : 0), rxe,
 	     sizeof(rxe));
 	set_knob(ENABLE_PATH, 1);
 	vt_sync(c, "configured");
