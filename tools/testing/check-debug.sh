@@ -309,12 +309,20 @@ if [ -s "$res/a/kunit.ktap" ]; then
 else
 	result 1 "KUnit (host a): no results"
 fi
+# Keep a bed's logs in $OUT as PREFIX<host>-<file>.
+save_logs() { # RESDIR PREFIX
+	local h f
+	for h in a b; do
+		for f in dmesg.txt serial.log console.log kmemleak.txt; do
+			[ -f "$1/$h/$f" ] && cp "$1/$h/$f" "$OUT/$2$h-$f"
+		done
+	done
+}
+
 for h in a b; do
 	check_logs "$h" "$res"
-	for f in dmesg.txt serial.log console.log kmemleak.txt; do
-		[ -f "$res/$h/$f" ] && cp "$res/$h/$f" "$OUT/$h-$f"
-	done
 done
+save_logs "$res" ""
 
 # Host b dies under RDMA streams (tools/testing/vm/peer-kill.sh), as in
 # make check, on two fresh debug guests.
@@ -336,11 +344,7 @@ if [ "${VISOCK_DEBUG_PEER_KILL:-1}" != 0 ]; then
 	result $rc "peer kill bed (job finished, kernel logs clean)"
 	check_logs a "$pres" "peer kill " 1
 	check_logs b "$pres" "peer kill " 0
-	for h in a b; do
-		for f in dmesg.txt serial.log console.log kmemleak.txt; do
-			[ -f "$pres/$h/$f" ] && cp "$pres/$h/$f" "$OUT/peer-kill-$h-$f"
-		done
-	done
+	save_logs "$pres" peer-kill-
 fi
 [ -f "$OUT/reports.txt" ] && { echo; cat "$OUT/reports.txt"; }
 finish

@@ -24,11 +24,6 @@ if [ "${1:-}" = --peer-kill ]; then
 	shift
 	tests=$VISOCK_SRC/tools/testing/vm/peer-kill.sh
 	kunit_ko=
-	# As run_tests.sh does on a KASAN kernel: longer bounds.
-	if [ -z "${VISOCK_TEST_TIME_SCALE:-}" ] &&
-	   grep -qw kasan_report /proc/kallsyms 2>/dev/null; then
-		export VISOCK_TEST_TIME_SCALE=4
-	fi
 fi
 
 # Reading fails (EBUSY) unless the kernel was booted with kmemleak=on.

@@ -40,6 +40,11 @@ echo 1 >"$sysctl_dir/lgr_max_links"
 # Idle readers and a writer waiting for a full ring post nothing: the
 # QP's keepalive finds the dead peer.
 echo "${VISOCK_TEST_KEEPALIVE_MS:-2000}" >"$sysctl_dir/lgr_keepalive_ms"
+# As run_tests.sh does on a KASAN kernel: longer bounds.
+if [ -z "${VISOCK_TEST_TIME_SCALE:-}" ] &&
+   grep -qw kasan_report /proc/kallsyms 2>/dev/null; then
+	export VISOCK_TEST_TIME_SCALE=4
+fi
 
 if [ "$VISOCK_HOST" = b ]; then
 	exec "$T/visock_peer_kill" serve "$PORT"

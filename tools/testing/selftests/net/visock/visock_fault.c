@@ -1061,13 +1061,37 @@ static bool fi_usable(unsigned int attrs, const char *file)
 }
 
 /*
+ * The lowest address of a function in /proc/kallsyms (open as @f) above
+ * @after, only among the functions of module @mod unless it is NULL;
+ * ~0ULL if there is none.
+ */
+static unsigned long long next_func(FILE *f, unsigned long long after,
+				    const char *mod)
+{
+	unsigned long long a, next = ~0ULL;
+	char line[512], type, name[256], m[64];
+	int n;
+
+	rewind(f);
+	while (fgets(line, sizeof(line), f)) {
+		n = sscanf(line, "%llx %c %255s [%63[^]]]", &a, &type, name, m);
+		if (n < 3 || (mod && (n != 4 || strcmp(m, mod))))
+			continue;
+		if ((type == 't' || type == 'T') && a > after && a < next &&
+		    strncmp(name, "__pfx_", 6))
+			next = a;
+	}
+	return next;
+}
+
+/*
  * The text of tcp_send_fin() and tcp_send_active_reset(), neighbours in
  * tcp_output.c: from the lower of the two to the next function after
  * the higher one; 0, 0 if either is not in /proc/kallsyms.
  */
 static void tcp_fin_rst(unsigned long long *start, unsigned long long *end)
 {
-	unsigned long long a, fin = 0, rst = 0, hi, next = ~0ULL;
+	unsigned long long a, fin = 0, rst = 0, hi, next;
 	char line[512], type, name[256];
 	FILE *f;
 
@@ -1088,13 +1112,7 @@ static void tcp_fin_rst(unsigned long long *start, unsigned long long *end)
 		return;
 	}
 	hi = fin > rst ? fin : rst;
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 &&
-		    (type == 't' || type == 'T') && a > hi && a < next &&
-		    strncmp(name, "__pfx_", 6))
-			next = a;
-	}
+	next = next_func(f, hi, NULL);
 	fclose(f);
 	*start = fin < rst ? fin : rst;
 	*end = next;
@@ -1130,34 +1148,47 @@ struct afi {
 	bool armed;
 };
 
+/*
+ * Arm attribute @a: fail @times allocations, with probability @prob %,
+ * of those with a return address in [@start, @end) and none in
+ * [@rstart, @rend) among the @depth innermost frames of their stack.
+ */
+static void fi_arm_attr(unsigned int a, unsigned long long times,
+			unsigned int depth, unsigned long long start,
+			unsigned long long end, unsigned long long rstart,
+			unsigned long long rend, unsigned int prob)
+{
+	fi_set(a, "probability", "%llu\n", 0);
+	fi_set(a, "interval", "%llu\n", 1);
+	fi_set(a, "times", "%llu\n", times);
+	fi_set(a, "space", "%llu\n", 0);
+	fi_set(a, "verbose", "%llu\n", 0);
+	fi_set(a, "task-filter", "%llu\n", 0);
+	fi_set(a, "stacktrace-depth", "%llu\n", depth);
+	fi_set(a, "require-start", "0x%llx\n", start);
+	fi_set(a, "require-end", "0x%llx\n", end);
+	fi_set(a, "reject-start", "0x%llx\n", rstart);
+	fi_set(a, "reject-end", "0x%llx\n", rend);
+	/* Sleeping allocations fail too. */
+	fi_set(a, "ignore-gfp-wait", "%llu\n", 0);
+	if (a == AF_SLAB) {
+		fi_set(a, "cache-filter", "%llu\n", 0);
+	} else {
+		fi_set(a, "ignore-gfp-highmem", "%llu\n", 0);
+		fi_set(a, "min-order", "%llu\n", 0);
+	}
+	fi_set(a, "probability", "%llu\n", prob);
+}
+
 static void fi_arm(struct afi *fi)
 {
 	unsigned int a;
 
-	for (a = AF_SLAB; a <= AF_PAGE; a++) {
-		if (!(fi->ac->attrs & a))
-			continue;
-		fi_set(a, "probability", "%llu\n", 0);
-		fi_set(a, "interval", "%llu\n", 1);
-		fi_set(a, "times", "%llu\n", FI_TIMES);
-		fi_set(a, "space", "%llu\n", 0);
-		fi_set(a, "verbose", "%llu\n", 0);
-		fi_set(a, "task-filter", "%llu\n", 0);
-		fi_set(a, "stacktrace-depth", "%llu\n", fi->ac->depth);
-		fi_set(a, "require-start", "0x%llx\n", fi->start);
-		fi_set(a, "require-end", "0x%llx\n", fi->end);
-		fi_set(a, "reject-start", "0x%llx\n", fi->rstart);
-		fi_set(a, "reject-end", "0x%llx\n", fi->rend);
-		/* Sleeping allocations fail too. */
-		fi_set(a, "ignore-gfp-wait", "%llu\n", 0);
-		if (a == AF_SLAB) {
-			fi_set(a, "cache-filter", "%llu\n", 0);
-		} else {
-			fi_set(a, "ignore-gfp-highmem", "%llu\n", 0);
-			fi_set(a, "min-order", "%llu\n", 0);
-		}
-		fi_set(a, "probability", "%llu\n", fi->ac->prob);
-	}
+	for (a = AF_SLAB; a <= AF_PAGE; a++)
+		if (fi->ac->attrs & a)
+			fi_arm_attr(a, FI_TIMES, fi->ac->depth, fi->start,
+				    fi->end, fi->rstart, fi->rend,
+				    fi->ac->prob);
 	fi->armed = true;
 }
 
@@ -1188,7 +1219,7 @@ static void fi_disarm(struct afi *fi)
 static void mod_func(const char *func, unsigned long long *start,
 		     unsigned long long *end)
 {
-	unsigned long long a, next = ~0ULL;
+	unsigned long long a, next;
 	char line[512], type, name[256], mod[64], fmod[64] = "";
 	FILE *f;
 
@@ -1206,15 +1237,7 @@ static void mod_func(const char *func, unsigned long long *start,
 		}
 	}
 	if (*start) {
-		rewind(f);
-		while (fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "%llx %c %255s [%63[^]]]", &a, &type,
-				   name, mod) == 4 &&
-			    (type == 't' || type == 'T') &&
-			    !strcmp(mod, fmod) && a > *start && a < next &&
-			    strncmp(name, "__pfx_", 6))
-				next = a;
-		}
+		next = next_func(f, *start, fmod);
 		if (next != ~0ULL)
 			*end = next;
 		else
@@ -1253,20 +1276,7 @@ static void dev_arm(const char *func)
 	mod_func(func, &start, &end);
 	vt_assert(start, "no %s() in %s", func, KALLSYMS);
 	vt_diag("failslab once under [%#llx, %#llx) (%s)", start, end, func);
-	fi_set(AF_SLAB, "probability", "%llu\n", 0);
-	fi_set(AF_SLAB, "interval", "%llu\n", 1);
-	fi_set(AF_SLAB, "times", "%llu\n", 1);
-	fi_set(AF_SLAB, "space", "%llu\n", 0);
-	fi_set(AF_SLAB, "verbose", "%llu\n", 0);
-	fi_set(AF_SLAB, "task-filter", "%llu\n", 0);
-	fi_set(AF_SLAB, "stacktrace-depth", "%llu\n", 32);
-	fi_set(AF_SLAB, "require-start", "0x%llx\n", start);
-	fi_set(AF_SLAB, "require-end", "0x%llx\n", end);
-	fi_set(AF_SLAB, "reject-start", "0x%llx\n", 0);
-	fi_set(AF_SLAB, "reject-end", "0x%llx\n", 0);
-	fi_set(AF_SLAB, "ignore-gfp-wait", "%llu\n", 0);
-	fi_set(AF_SLAB, "cache-filter", "%llu\n", 0);
-	fi_set(AF_SLAB, "probability", "%llu\n", 100);
+	fi_arm_attr(AF_SLAB, 1, 32, start, end, 0, 0, 100);
 }
 
 /* Disarm; how many allocations failed (0 or 1). */

@@ -3300,16 +3300,17 @@ static void check_split(const struct visock_info *vi, bool sent)
 		  (unsigned long long)total);
 }
 
-static void device_gone_common(struct vt_ctx *c, bool client_side)
+/*
+ * The common start of the link failure tests: check @mine (need()),
+ * enable visock, then one RDMA connection that both sides have used.
+ */
+static int used_rdma_pair(struct vt_ctx *c, unsigned int mine, char *rxe,
+			  size_t size)
 {
-	bool server = !vt_is_client(c), deleter = server != client_side;
-	char rxe[64] = "", how[128] = "";
 	struct visock_info vi;
-	int fd, ret, status = 0;
-	pid_t child = -1;
-	long long t0;
+	int fd;
 
-	need(c, NEED_RDMA | (deleter ? NEED_RXE : 0), rxe, sizeof(rxe));
+	need(c, mine, rxe, size);
 	set_knob(ENABLE_PATH, 1);
 	vt_sync(c, "configured");
 
@@ -3319,6 +3320,20 @@ static void device_gone_common(struct vt_ctx *c, bool client_side)
 		  info_str(&vi));
 	ping_both(c, fd);
 	vt_sync(c, "used");
+	return fd;
+}
+
+static void device_gone_common(struct vt_ctx *c, bool client_side)
+{
+	bool server = !vt_is_client(c), deleter = server != client_side;
+	char rxe[64] = "", how[128] = "";
+	struct visock_info vi;
+	int fd, ret, status = 0;
+	pid_t child = -1;
+	long long t0;
+
+	fd = used_rdma_pair(c, NEED_RDMA | (deleter ? NEED_RXE : 0), rxe,
+			    sizeof(rxe));
 	/* Delete the device while the streams are in full flow. */
 	if (deleter) {
 		child = fork();
@@ -3405,17 +3420,9 @@ static void link_broken_closing(struct vt_ctx *c)
 	long long fo0, t0;
 	int fd;
 
-	need(c, NEED_RDMA | (server ? NEED_IPT_DROP | NEED_RXE : 0), rxe,
-	     sizeof(rxe));
-	set_knob(ENABLE_PATH, 1);
-	vt_sync(c, "configured");
-
-	fd = pair_visock(c);
-	get_info(fd, &vi);
-	vt_assert(success_info(&vi), "handshake did not succeed: %s",
-		  info_str(&vi));
-	ping_both(c, fd);
-	vt_sync(c, "used");
+	fd = used_rdma_pair(c, NEED_RDMA |
+			    (server ? NEED_IPT_DROP | NEED_RXE : 0), rxe,
+			    sizeof(rxe));
 	if (server) {
 		roce_drop(true);
 		vt_sync(c, "dropping");
