@@ -28,6 +28,7 @@ SKIP=" ${VISOCK_CHECK_SKIP:-} "
 
 passed=0 failed=0 skipped=0
 summary=()
+consoles=()	# KTAP logs of the guests, for the failed tests' digest
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -38,6 +39,7 @@ stage_wanted() { [[ $SKIP != *" $1 "* ]]; }
 # Count KTAP result lines of FILE; add them to the totals.
 count_ktap() {
 	local file=$1 label=$2 p f s
+	consoles+=("$file|$label")
 	p=$(grep -cE '^ *ok [0-9]+ ' "$file" | head -1)
 	s=$(grep -cE '^ *ok [0-9]+ .*# *SKIP' "$file" | head -1)
 	f=$(grep -cE '^ *not ok [0-9]+ ' "$file" | head -1)
@@ -182,6 +184,29 @@ splat_digest() { # FILE LABEL
 banner "summary"
 for l in "${summary[@]}"; do
 	echo "  $l"
+done
+
+# The failed tests by name, each with its first FAIL line, also for the
+# CI log's tail.
+failed_digest() { # FILE LABEL
+	awk -v label="$2" '
+		/: FAIL: / && !fail { fail = substr($0, 1, 200) }
+		/^ *not ok [0-9]+ / {
+			print "  " label ": " $0
+			if (fail) print "    " fail
+			fail = ""
+			next
+		}
+		/^ *ok [0-9]+ / { fail = "" }
+	' "$1" | head -n 16
+}
+shown=0
+for c in "${consoles[@]}"; do
+	d=$(failed_digest "${c%%|*}" "${c#*|}")
+	[ -n "$d" ] || continue
+	[ $shown = 1 ] || echo "=== failed tests"
+	shown=1
+	echo "$d"
 done
 digest=0
 for k in $KERNELS; do
