@@ -408,6 +408,8 @@ void visock_set_fallback(struct visock_sock *vsk, u8 reason);
 
 /* visock_debugfs.c */
 extern u32 visock_test_raw_handshake;
+/* Test hook: a client starts its handshake this many ms late (debugfs) */
+extern u32 visock_test_hs_delay_ms;
 
 /*
  * Cursor message injection (debugfs cdc_inject, test only): the next

@@ -12,6 +12,13 @@
  *	protocol itself.  The hostile-peer selftest uses it to send the
  *	other host malformed handshake messages.
  *
+ * hs_delay_ms: a client's handshake work first runs this many
+ *	milliseconds after its TCP connection is established (unless the
+ *	server's bytes wake it earlier), as on a host whose queue pair setup
+ *	or workers are that slow.  The handshake tests use it to check
+ *	that a client too late for the server's handshake timeout sends
+ *	nothing and both ends settle on TCP.
+ *
  * cdc_token, cdc_inject, cdc_injected: cursor message injection.  Write
  *	a connection's local token (VISOCK_INFO vi_local_token) to
  *	cdc_token, then a VISOCK_TEST_CDC_* mode to cdc_inject: the
@@ -35,6 +42,7 @@
 #include "visock_fault.h"
 
 u32 visock_test_raw_handshake;
+u32 visock_test_hs_delay_ms;
 u32 visock_test_cdc_inject;
 u32 visock_test_cdc_token;
 u32 visock_test_cdc_injected;
@@ -60,6 +68,8 @@ void visock_debugfs_init(void)
 	visock_debugfs_dir = debugfs_create_dir("visock", NULL);
 	debugfs_create_u32("raw_handshake", 0600, visock_debugfs_dir,
 			   &visock_test_raw_handshake);
+	debugfs_create_u32("hs_delay_ms", 0600, visock_debugfs_dir,
+			   &visock_test_hs_delay_ms);
 	debugfs_create_u32("cdc_token", 0600, visock_debugfs_dir,
 			   &visock_test_cdc_token);
 	debugfs_create_u32("cdc_inject", 0600, visock_debugfs_dir,

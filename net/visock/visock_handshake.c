@@ -33,6 +33,10 @@
  * middlebox may strip it): it only peeks at the first bytes; anything
  * that does not start with the visock magic, or silence until the
  * timeout, makes it a plain TCP connection with those bytes still queued.
+ * So the client sends its first message within three quarters of its own
+ * timeout or never (it then settles on TCP as well): a late message would
+ * reach the server's application as stream bytes.  Both ends are meant
+ * to have the same net.visock.handshake_timeout_ms.
  *
  * Nothing here blocks on the network.  The state machine is a delayed
  * work item (@hs_work) run on visock_wq: kicked when the handshake starts
@@ -177,13 +181,17 @@ static unsigned long visock_hs_timeout(const struct visock_sock *vsk)
 void visock_hs_start(struct visock_sock *vsk, u8 state)
 {
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+	u32 delay = READ_ONCE(visock_test_hs_delay_ms);
 
 	atomic64_inc(&vn->hs_started);
 	trace_visock_hs_start(vsk, state == VISOCK_HS_SRV_WAIT_REQ);
 	vsk->hs_state = state;
 	vsk->hs_deadline = jiffies + visock_hs_timeout(vsk);
 	WRITE_ONCE(vsk->mode, VISOCK_MODE_HANDSHAKE);
-	visock_hs_kick(vsk);
+	if (unlikely(delay) && state == VISOCK_HS_CLI_START)
+		visock_hs_queue(vsk, msecs_to_jiffies(delay), false);
+	else
+		visock_hs_kick(vsk);
 }
 
 /* Wake everybody who waits for the connection to settle. */
@@ -509,6 +517,21 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 		}
 	}
 	visock_hs_lgr_unwait(vsk);
+	/*
+	 * The server takes silence for a peer that does not speak visock
+	 * (a middlebox kept our option from reaching it, or its echo from
+	 * reaching us) and settles on TCP after its handshake timeout; a
+	 * message arriving after that would be read by its application as
+	 * stream bytes.  So a message that would go out later than three
+	 * quarters of the timeout (the QP took that long, or this work ran
+	 * that late) is not sent at all: both ends then settle on TCP, the
+	 * server at its timeout or at our application's first bytes.
+	 */
+	if (time_after_eq(jiffies, vsk->hs_deadline -
+				   visock_hs_timeout(vsk) / 4)) {
+		visock_hs_fallback(vsk, VISOCK_FB_TIMEOUT);
+		return;
+	}
 	if (err) {
 		/* The server waits for our first message: tell it. */
 		visock_hs_decline_fallback(vsk, visock_hs_link_reason(err));

@@ -67,12 +67,15 @@
 #define TIMEOUT_PATH	SYSCTL_DIR "handshake_timeout_ms"
 #define DEBUGFS_DIR	"/sys/kernel/debug"
 #define RAW_PATH	DEBUGFS_DIR "/visock/raw_handshake"
+#define DELAY_PATH	DEBUGFS_DIR "/visock/hs_delay_ms"
 #define IB_CLASS	"/sys/class/infiniband"
 #define IPT_TAG		"visock-selftest"
 #define RXE_ENV		"VISOCK_TEST_RXE_NETDEV"
 
 #define HOSTILE_TIMEOUT_MS	1000	/* handshake_timeout_ms, hostile tests */
 #define ECHO_TIMEOUT_MS		500	/* ... server-speaks-first fallback */
+#define SLOW_TIMEOUT_MS		1000	/* ... both hosts, slow client tests */
+#define SLOW_DELAY_MS		2000	/* the slow client's first message */
 #define MARGIN_MS		5000	/* slack on top of a timeout */
 #define MSG_WAIT_MS		10000	/* a handshake message the peer owes */
 #define CMD_TIMEOUT_MS		30000	/* iptables, rdma */
@@ -116,6 +119,7 @@ struct host_knobs {
 	int enable;		/* -1: not readable */
 	int timeout;
 	int raw;
+	int delay;
 };
 
 /* Shared between the runner and the test halves it forks. */
@@ -592,6 +596,8 @@ static void hs_cleanup(const struct vt_ctx *c)
 			write_int(TIMEOUT_PATH, base.timeout);
 		if (base.raw >= 0)
 			write_int(RAW_PATH, base.raw);
+		if (base.delay >= 0)
+			write_int(DELAY_PATH, base.delay);
 		dirty->knobs = 0;
 	}
 	for (i = 0; dirty->ipt_port && i < 4; i++)
@@ -1302,6 +1308,7 @@ enum need {
 	NEED_NO_TESTNET = 16,	/* no route to 192.0.2.1 */
 	NEED_V6 = 32,		/* IPv6 addresses of both hosts */
 	NEED_IPT_DROP = 64,	/* iptables with DROP and the comment match */
+	NEED_DELAY = 128,	/* the debugfs hs_delay_ms hook here */
 };
 
 static bool routable(const char *ip)
@@ -1370,6 +1377,9 @@ static void need(struct vt_ctx *c, unsigned int mine, char *rxe, size_t size)
 			 *desc ? desc : "no RDMA device");
 	} else if ((mine & NEED_RAW) && !have_raw_hook()) {
 		snprintf(why, sizeof(why), "no %s (debugfs hook)", RAW_PATH);
+	} else if ((mine & NEED_DELAY) &&
+		   (have_raw_hook(), access(DELAY_PATH, W_OK))) {
+		snprintf(why, sizeof(why), "no %s (debugfs hook)", DELAY_PATH);
 	} else if (mine & NEED_RXE) {
 		netdev = getenv(RXE_ENV);
 		if (!netdev || !*netdev)
@@ -1598,36 +1608,51 @@ struct fb_case {
 	int creason, sreason;		/* expected; PLAIN: not visock */
 	unsigned int cflags, sflags;
 	const char *desc;
+	bool slow_client;		/* its handshake starts too late */
 };
 
 static const struct fb_case fb_cases[] = {
 	{ "fb_plain_server", 1, PLAIN, SIDE_NONE, SIDE_NONE, false,
 	  VISOCK_FB_PEER_NO_VISOCK, PLAIN, F_SO, 0,
-	  "AF_VISOCK client, plain TCP server" },
+	  "AF_VISOCK client, plain TCP server", false },
 	{ "fb_plain_client", PLAIN, 1, SIDE_NONE, SIDE_NONE, false,
 	  PLAIN, VISOCK_FB_PEER_NO_VISOCK, 0, 0,
-	  "plain TCP client, AF_VISOCK server" },
+	  "plain TCP client, AF_VISOCK server", false },
 	{ "fb_disabled_server", 1, 0, SIDE_NONE, SIDE_NONE, false,
 	  VISOCK_FB_PEER_NO_VISOCK, VISOCK_FB_DISABLED, F_SO, 0,
-	  "server with net.visock.enable=0" },
+	  "server with net.visock.enable=0", false },
 	{ "fb_disabled_client", 0, 1, SIDE_NONE, SIDE_NONE, false,
 	  VISOCK_FB_DISABLED, VISOCK_FB_PEER_NO_VISOCK, 0, 0,
-	  "client with net.visock.enable=0" },
+	  "client with net.visock.enable=0", false },
 	{ "fb_nodev_server", 1, 1, SIDE_SERVER, SIDE_NONE, false,
 	  VISOCK_FB_PEER_NO_DEVICE, VISOCK_FB_NO_DEVICE, F_SO | F_PO,
-	  F_SO | F_PO, "no RDMA device on the server" },
+	  F_SO | F_PO, "no RDMA device on the server", false },
 	{ "fb_nodev_client", 1, 1, SIDE_CLIENT, SIDE_NONE, false,
 	  VISOCK_FB_NO_DEVICE, VISOCK_FB_PEER_NO_DEVICE, F_SO | F_PO,
-	  F_SO | F_PO, "no RDMA device on the client" },
+	  F_SO | F_PO, "no RDMA device on the client", false },
 	{ "fb_strip_syn", 1, 1, SIDE_NONE, SIDE_SERVER, false,
 	  VISOCK_FB_PEER_NO_VISOCK, VISOCK_FB_PEER_NO_VISOCK, F_SO, 0,
-	  "a middlebox strips the option from the SYN" },
+	  "a middlebox strips the option from the SYN", false },
 	{ "fb_strip_echo", 1, 1, SIDE_NONE, SIDE_CLIENT, false,
 	  VISOCK_FB_PEER_NO_VISOCK, VISOCK_FB_PEER_NO_VISOCK, F_SO,
-	  F_SO | F_PO, "a middlebox strips the echo; the client writes first" },
+	  F_SO | F_PO, "a middlebox strips the echo; the client writes first",
+	  false },
 	{ "fb_strip_echo_timeout", 1, 1, SIDE_NONE, SIDE_CLIENT, true,
 	  VISOCK_FB_PEER_NO_VISOCK, VISOCK_FB_TIMEOUT, F_SO, F_SO | F_PO,
-	  "a middlebox strips the echo; the server writes first" },
+	  "a middlebox strips the echo; the server writes first", false },
+	/*
+	 * The client's handshake work first runs after the server's
+	 * handshake timeout (hs_delay_ms): it must not send REQ then, which
+	 * the server's application would read as stream bytes.
+	 */
+	{ "fb_slow_client", 1, 1, SIDE_NONE, SIDE_NONE, false,
+	  VISOCK_FB_TIMEOUT, VISOCK_FB_TIMEOUT, F_SO | F_PO, F_SO | F_PO,
+	  "the client is too late for the server's timeout; it writes first",
+	  true },
+	{ "fb_slow_client_server_first", 1, 1, SIDE_NONE, SIDE_NONE, true,
+	  VISOCK_FB_TIMEOUT, VISOCK_FB_TIMEOUT, F_SO | F_PO, F_SO | F_PO,
+	  "the client is too late for the server's timeout; the server writes first",
+	  true },
 };
 
 static const struct fb_case *find_fb(const char *name)
@@ -1660,12 +1685,19 @@ static void fb_test(struct vt_ctx *c)
 		mine |= NEED_RXE;
 	if (fc->strip == me)
 		mine |= NEED_IPT;
+	if (fc->slow_client)
+		mine |= NEED_RDMA | (client ? NEED_DELAY : 0);
 	need(c, mine, rxe, sizeof(rxe));
 
 	if (en != PLAIN)
 		set_knob(ENABLE_PATH, en);
-	if (fc->server_first && !client)
+	if (fc->slow_client) {
+		set_knob(TIMEOUT_PATH, SLOW_TIMEOUT_MS);
+		if (client)
+			set_knob(DELAY_PATH, SLOW_DELAY_MS);
+	} else if (fc->server_first && !client) {
 		set_knob(TIMEOUT_PATH, ECHO_TIMEOUT_MS);
+	}
 	if (fc->nodev == me)
 		rxe_delete(rxe, getenv(RXE_ENV));
 	vt_sync(c, "configured");
@@ -3755,6 +3787,8 @@ int main(int argc, char **argv)
 		base.timeout = -1;
 	if (read_int(RAW_PATH, &base.raw))
 		base.raw = -1;
+	if (read_int(DELAY_PATH, &base.delay))
+		base.delay = -1;
 	vt_set_cleanup(hs_cleanup);
 
 	max = nfixed + nfb + 2 * ARRAY_SIZE(scenarios);
