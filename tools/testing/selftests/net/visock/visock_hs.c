@@ -167,13 +167,13 @@ static int write_int(const char *path, int val)
 	return err;
 }
 
-/* The debugfs test hook exists (mounting debugfs if needed). */
-static bool have_raw_hook(void)
+/* The debugfs test hook @path exists (mounting debugfs if needed). */
+static bool have_hook(const char *path)
 {
-	if (access(RAW_PATH, W_OK) == 0)
+	if (access(path, W_OK) == 0)
 		return true;
 	mount("debugfs", DEBUGFS_DIR, "debugfs", 0, NULL);
-	return access(RAW_PATH, W_OK) == 0;
+	return access(path, W_OK) == 0;
 }
 
 static void set_knob(const char *path, int val)
@@ -1375,10 +1375,9 @@ static void need(struct vt_ctx *c, unsigned int mine, char *rxe, size_t size)
 	} else if ((mine & NEED_RDMA) && !active_ports(desc, sizeof(desc))) {
 		snprintf(why, sizeof(why), "no ACTIVE RDMA port (%s)",
 			 *desc ? desc : "no RDMA device");
-	} else if ((mine & NEED_RAW) && !have_raw_hook()) {
+	} else if ((mine & NEED_RAW) && !have_hook(RAW_PATH)) {
 		snprintf(why, sizeof(why), "no %s (debugfs hook)", RAW_PATH);
-	} else if ((mine & NEED_DELAY) &&
-		   (have_raw_hook(), access(DELAY_PATH, W_OK))) {
+	} else if ((mine & NEED_DELAY) && !have_hook(DELAY_PATH)) {
 		snprintf(why, sizeof(why), "no %s (debugfs hook)", DELAY_PATH);
 	} else if (mine & NEED_RXE) {
 		netdev = getenv(RXE_ENV);
