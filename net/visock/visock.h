@@ -100,6 +100,8 @@ struct visock_totals {
  * @links_up: links in state up
  * @reg_bytes: memory registered for those links
  * @lgr_conns: connections attached to them
+ * @lgr_lingering: closed connections still holding a place on them (the
+ *	peer's closed or abort flag has not arrived)
  * @lgr_stale: receives dropped for unknown or stale tokens (a counter,
  *	summed over the QPs that exist)
  */
@@ -110,6 +112,7 @@ struct visock_gauges {
 	u64 links_up;
 	u64 reg_bytes;
 	u64 lgr_conns;
+	u64 lgr_lingering;
 	u64 lgr_stale;
 };
 

@@ -16,8 +16,10 @@
  * each at once) and gets them back as the peer's connection handles them: every message
  * we send - data or cursor message - returns all credits we owe.  Data
  * leaves VISOCK_DP_CREDIT_RESERVE credits for cursor messages, and the
- * last credit is only used by a cursor message that returns credits (or
- * resets the connection); a side owing VISOCK_DP_CREDIT_RETURN or more
+ * last credit is only used by a cursor message that returns credits or
+ * is the connection's last (closed or abort flag: the peer's ring
+ * lingers until it comes, see visock_link_destroy()); a side owing
+ * VISOCK_DP_CREDIT_RETURN or more
  * sends a cursor message for them alone.  With these rules a side that
  * waits for credits always has a peer that owes it at least
  * VISOCK_LINK_RQ_DEPTH - VISOCK_DP_CREDIT_RESERVE of them and is allowed
@@ -135,6 +137,8 @@ void visock_rdma_destroy_link(struct visock_sock *vsk)
 	}
 
 	if (dp) {
+		if (vsk->link)
+			visock_tx_last_word(dp);
 		spin_lock_bh(&dp->lock);
 		dp->state = VISOCK_DP_STOPPED;
 		spin_unlock_bh(&dp->lock);
@@ -378,16 +382,23 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	unsigned int slot = dp->tx_slot;
 	struct visock_cdc m = { };
 	u32 unsent, copy = 0;
+	bool closed;
 	int err;
 
-	if (dp->state != VISOCK_DP_LIVE || !dp->ctrl_pending)
+	if (!dp->ctrl_pending)
+		return;
+	/* A failed connection still owes the peer its abort flag. */
+	if (dp->state != VISOCK_DP_LIVE &&
+	    !(dp->state == VISOCK_DP_DEAD && dp->abort && !dp->abort_sent))
 		return;
 	if (!dp->sq_free || !dp->credits)
 		return;
-	if (dp->credits == 1 && !dp->owed && !dp->abort)
+	unsent = visock_dp_unsent(dp);
+	/* A peer that closed reads nothing more: closed need not wait. */
+	closed = dp->closing && (!unsent || dp->peer_closed);
+	if (dp->credits == 1 && !dp->owed && !dp->abort && !closed)
 		return;
 
-	unsent = visock_dp_unsent(dp);
 	m.token = dp->peer_token;
 	m.seq = dp->tx_seq + 1;
 	m.prod = dp->tx_sent;
@@ -397,7 +408,7 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 		m.flags |= VISOCK_CDC_F_WRITE_BLOCKED;
 	if (dp->tx_shut && !unsent)
 		m.flags |= VISOCK_CDC_F_DONE_WRITING;
-	if (dp->closing && !unsent)
+	if (closed)
 		m.flags |= VISOCK_CDC_F_CLOSED;
 	if (dp->abort)
 		m.flags |= VISOCK_CDC_F_ABORT;
@@ -429,6 +440,8 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 		dp->done_sent = true;
 	if (m.flags & VISOCK_CDC_F_CLOSED)
 		dp->closed_sent = true;
+	if (m.flags & VISOCK_CDC_F_ABORT)
+		dp->abort_sent = true;
 	dp->cdc_sent++;
 	dp->wr_posted++;
 	VISOCK_STAT_ADD(&dp->vsk->sk, cdc_sent, 1);

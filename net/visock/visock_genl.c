@@ -115,6 +115,7 @@ static int visock_genl_put_stats(struct sk_buff *skb, struct net *net)
 	PUT(NS_DEVICES, ns_devices);
 	PUT(LINKS_UP, g.links_up);
 	PUT(LGR_CONNS, g.lgr_conns);
+	PUT(LGR_LINGERING, g.lgr_lingering);
 	PUT(LGR_QPS_CREATED, atomic64_read(&vn->lgr_qps_created));
 	PUT(LGR_QPS_DESTROYED, atomic64_read(&vn->lgr_qps_destroyed));
 	PUT(LGR_REUSED, atomic64_read(&vn->lgr_reused));

@@ -1463,8 +1463,8 @@ void visock_lgr_net_exit(struct net *net)
 /**
  * visock_lgr_gauges() - the link group part of a namespace's gauges
  * @net: the namespace
- * @g: its QPs, those up, registered ring bytes and attached connections
- *	are added; the messages dropped for stale tokens are set
+ * @g: its QPs, those up, registered ring bytes, attached and lingering
+ *	connections are added; the messages dropped for stale tokens are set
  *
  * Context: process context.
  */
@@ -1479,6 +1479,7 @@ void visock_lgr_gauges(struct net *net, struct visock_gauges *g)
 		if (q->state == VISOCK_QP_UP && !READ_ONCE(q->dead))
 			g->links_up++;
 		g->lgr_conns += q->nconns;
+		g->lgr_lingering += atomic_read(&q->nlinger);
 	}
 	mutex_unlock(&vn->lgr_lock);
 	g->lgr_stale = atomic64_read(&vn->lgr_stale);

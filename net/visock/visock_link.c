@@ -222,6 +222,23 @@ void visock_link_confirmed(struct visock_link *l)
 }
 
 /**
+ * visock_link_peer_listens() - may a message to the peer be posted now
+ * @l: the link
+ *
+ * True once the peer's QP receives: our end is connected, and either we
+ * are the client (the server's QP was ready before its REP) or some
+ * handshake on the QP completed.  A server whose client never took its
+ * REP does not know that the client's QP is ready: a message to a QP
+ * that is not would fail ours after its retries.
+ *
+ * Context: process context; the caller keeps @l alive.
+ */
+bool visock_link_peer_listens(const struct visock_link *l)
+{
+	return l->connected && (!l->qp->server || READ_ONCE(l->qp->confirmed));
+}
+
+/**
  * visock_link_token() - the token the peer puts in its messages to us
  * @l: the link
  *

@@ -110,6 +110,7 @@ u32 visock_link_token(const struct visock_link *l);
 void visock_link_peer_forgot(struct visock_link *l);
 void visock_link_confirmed(struct visock_link *l);
 bool visock_link_reused(const struct visock_link *l);
+bool visock_link_peer_listens(const struct visock_link *l);
 
 int visock_link_set_rx(struct visock_link *l, visock_link_rx_fn fn,
 		       void *ctx);

@@ -163,6 +163,7 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	seq_printf(seq, "links_up %llu\n", g.links_up);
 	seq_printf(seq, "registered_bytes %llu\n", g.reg_bytes);
 	seq_printf(seq, "lgr_connections %llu\n", g.lgr_conns);
+	seq_printf(seq, "lgr_lingering %llu\n", g.lgr_lingering);
 	seq_printf(seq, "lgr_qps_created %lld\n",
 		   (long long)atomic64_read(&vn->lgr_qps_created));
 	seq_printf(seq, "lgr_qps_destroyed %lld\n",

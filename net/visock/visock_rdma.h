@@ -105,6 +105,7 @@ static inline bool visock_dp_alive(u8 state)
  * @closing: close(): announce closed
  * @closed_sent: closed was sent
  * @abort: announce abort (reset) in the next cursor message
+ * @abort_sent: the abort flag was sent
  * @peer_done: the peer will write nothing after @rx_prod
  * @peer_closed: the peer closed its socket
  * @bytes_sent: payload bytes posted in RDMA WRITEs
@@ -183,6 +184,7 @@ struct visock_dp {
 	bool closing;
 	bool closed_sent;
 	bool abort;
+	bool abort_sent;
 	bool peer_done;
 	bool peer_closed;
 
@@ -247,6 +249,7 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		      size_t len);
 int visock_tx_shutdown(struct visock_sock *vsk, int how);
 bool visock_tx_close(struct visock_sock *vsk);
+void visock_tx_last_word(struct visock_dp *dp);
 void visock_tx_close_work(struct work_struct *work);
 u32 visock_tx_space_locked(const struct visock_dp *dp);
 u32 visock_tx_wake_min_locked(const struct visock_dp *dp);

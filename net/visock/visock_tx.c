@@ -148,8 +148,9 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 		VISOCK_STAT_ADD(&dp->vsk->sk, rdma_bytes_sent, unsent);
 		visock_cursor_add(&dp->tx_sent, dp->tx_size, unsent);
 	}
-	if (!unsent && ((dp->tx_shut && !dp->done_sent) ||
-			(dp->closing && !dp->closed_sent)))
+	if (!unsent && dp->tx_shut && !dp->done_sent)
+		dp->ctrl_pending = true;
+	if ((!unsent || dp->peer_closed) && dp->closing && !dp->closed_sent)
 		dp->ctrl_pending = true;
 	if (dp->owed >= VISOCK_DP_CREDIT_RETURN)
 		dp->ctrl_pending = true;
@@ -166,8 +167,12 @@ static void visock_tx_complete(struct visock_dp *dp, struct ib_wc *wc,
 	dp->wc++;
 	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wc, 1);
 	dp->sq_free++;
-	if (dp->state != VISOCK_DP_LIVE)
+	if (dp->state != VISOCK_DP_LIVE) {
+		/* Failed: an abort flag may still wait for this slot. */
+		if (dp->state == VISOCK_DP_DEAD)
+			visock_cdc_send_locked(dp, &wake);
 		goto out;	/* failed, failing over or stopped */
+	}
 	if (write && dp->wr_head != dp->wr_tail)
 		visock_cursor_add(&dp->tx_acked, dp->tx_size,
 				  dp->wr_len[dp->wr_head++ %
@@ -427,9 +432,13 @@ static bool visock_tx_close_done(struct visock_dp *dp)
 		done = dp->peer_closed;
 		break;
 	case VISOCK_DP_LIVE:
-		done = dp->peer_closed ||
-		       (dp->closed_sent &&
-			dp->sq_free == VISOCK_LINK_SQ_DEPTH);
+		/*
+		 * Our closed flag goes out even if the peer closed first: its
+		 * receive ring lingers until it comes.  Without a credit it
+		 * cannot, and no credit comes back from a closed peer.
+		 */
+		done = dp->sq_free == VISOCK_LINK_SQ_DEPTH &&
+		       (dp->closed_sent || (dp->peer_closed && !dp->credits));
 		break;
 	default:
 		done = true;
@@ -468,6 +477,65 @@ static void visock_tx_reset(struct visock_sock *vsk)
 			   VISOCK_ABORT_WAIT);
 	/* visock_tcp_sync_opts() hands this to the TCP socket. */
 	sock_no_linger(&vsk->sk);
+}
+
+/* The last word went out, or cannot go: see visock_tx_last_word(). */
+static bool visock_tx_last_word_done(struct visock_dp *dp)
+{
+	bool done;
+
+	spin_lock_bh(&dp->lock);
+	done = dp->closed_sent || dp->abort_sent || !dp->ctrl_pending ||
+	       !dp->credits ||
+	       (dp->state != VISOCK_DP_LIVE && dp->state != VISOCK_DP_DEAD);
+	spin_unlock_bh(&dp->lock);
+	return done;
+}
+
+/**
+ * visock_tx_last_word() - tell the peer that we write nothing more
+ * @dp: data path state of a connection whose link is about to go
+ *
+ * The peer keeps the ring and the token index it gave us until our
+ * closed or abort flag arrives (its end of the connection lingers on the
+ * QP, see visock_link_destroy()), so every connection ends with one of
+ * them while the QP works.  One that has not sent either - it failed or
+ * was reset by the peer, its handshake ended after the link was
+ * connected, or its closed flag did not go out yet - sends one now:
+ * closed if everything written went out (or the peer closed), else
+ * abort.  Waits up to VISOCK_ABORT_WAIT for a send queue slot; without a
+ * credit nothing can be sent (the peer then lingers until the QP ends).
+ * Nothing is sent either once the connection failed over: its link was
+ * found broken (the QP goes once its connections have, taking the
+ * peer's lingering ones with it) or the peer moved to TCP.
+ *
+ * Context: process context, may sleep; from visock_rdma_destroy_link()
+ * before it stops the data path.
+ */
+void visock_tx_last_word(struct visock_dp *dp)
+{
+	unsigned int wake = 0;
+	bool wait;
+
+	if (!visock_link_peer_listens(dp->link))
+		return;
+	spin_lock_bh(&dp->lock);
+	/* Not after a failover: the link was given up (see above). */
+	wait = (dp->state == VISOCK_DP_LIVE || dp->state == VISOCK_DP_DEAD) &&
+	       !dp->failovers && !dp->closed_sent && !dp->abort_sent &&
+	       dp->credits;
+	if (wait) {
+		if (dp->state == VISOCK_DP_DEAD || !dp->closing ||
+		    (visock_tx_unsent(dp) && !dp->peer_closed))
+			dp->abort = true;
+		dp->ctrl_pending = true;
+		visock_cdc_send_locked(dp, &wake);
+	}
+	spin_unlock_bh(&dp->lock);
+	visock_dp_wake(dp, wake);
+	if (wait)
+		wait_event_timeout(dp->close_wq, visock_tx_last_word_done(dp),
+				   VISOCK_ABORT_WAIT);
 }
 
 /**

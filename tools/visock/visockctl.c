@@ -1179,6 +1179,7 @@ static const struct {
 	{ VISOCK_STATS_A_NS_DEVICES, "netns_rdma_devices" },
 	{ VISOCK_STATS_A_LINKS_UP, "links_up" },
 	{ VISOCK_STATS_A_LGR_CONNS, "lgr_connections" },
+	{ VISOCK_STATS_A_LGR_LINGERING, "lgr_lingering" },
 	{ VISOCK_STATS_A_LGR_QPS_CREATED, "lgr_qps_created" },
 	{ VISOCK_STATS_A_LGR_QPS_DESTROYED, "lgr_qps_destroyed" },
 	{ VISOCK_STATS_A_LGR_REUSED, "lgr_qp_reused" },

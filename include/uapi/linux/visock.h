@@ -405,6 +405,8 @@ enum {
 					 * tokens, dropped (existing QPs) */
 	/* gauge: closed sockets whose teardown is not over */
 	VISOCK_STATS_A_SOCKETS_CLOSING,
+	/* gauge: closed connections waiting for the peer's last flag */
+	VISOCK_STATS_A_LGR_LINGERING,
 	__VISOCK_STATS_A_MAX,
 };
 

@@ -42,6 +42,11 @@
  * bad_credits		the ring / a consumer cursor ahead of the data /
  *			too many credits: that connection is reset on both
  *			hosts, another one on the same QP carries on
+ * linger_drain		connections end in every way (either side first,
+ *			both at once, a reset from either side, close with
+ *			unread data) on a QP a further connection keeps up:
+ *			no closed connection lingers on either host
+ *			(lgr_lingering 0), the QP is the same
  *
  * No test checks how long anything takes; every wait is bounded.
  */
@@ -1080,6 +1085,140 @@ static void bad_credits(struct vt_ctx *c)
 	cdc_reset(c, CDC_BAD_CREDITS, "more credits than receive requests");
 }
 
+/* ---- linger_drain ---- */
+
+/* How a connection of linger_drain ends. */
+enum { LD_CLI_FIRST, LD_SRV_FIRST, LD_BOTH, LD_CLI_RESET, LD_SRV_RESET,
+	LD_UNREAD, LD_NKINDS };
+
+static const char *const ld_names[LD_NKINDS] = {
+	"client closes first", "server closes first", "both close at once",
+	"client resets", "server resets", "server closes with unread data",
+};
+
+#define NLD	4	/* connections per kind */
+
+/* Read @fd until end of stream or a reset: the peer ended. */
+static void ld_wait_end(int fd, const char *what)
+{
+	char buf[4096];
+	ssize_t n;
+
+	for (;;) {
+		su_wait(fd, POLLIN, what);
+		n = read(fd, buf, sizeof(buf));
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return;
+		vt_assert(n > 0 || errno == EINTR || errno == EAGAIN,
+			  "%s: read: %s", what, strerror(errno));
+	}
+}
+
+static void ld_reset(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	vt_try(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)),
+	       "setsockopt(SO_LINGER)");
+	close(fd);
+}
+
+/* End a connection of kind @k; both hosts call this in step. */
+static void ld_end(struct vt_ctx *c, int fd, int k)
+{
+	bool first = vt_is_client(c) ? (k == LD_CLI_FIRST || k == LD_CLI_RESET)
+				     : (k == LD_SRV_FIRST || k == LD_SRV_RESET);
+	static const char data[4096];
+
+	switch (k) {
+	case LD_BOTH:
+		vt_sync(c, "close both");
+		close(fd);
+		return;
+	case LD_UNREAD:
+		/* The server closes with the client's bytes unread: reset. */
+		if (vt_is_client(c)) {
+			su_write_all(fd, data, sizeof(data));
+			vt_sync(c, "unread written");
+			ld_wait_end(fd, "unread: client");
+		} else {
+			vt_sync(c, "unread written");
+			su_wait_bytes(fd, sizeof(data));
+		}
+		close(fd);
+		return;
+	}
+	if (first) {
+		if (k == LD_CLI_RESET || k == LD_SRV_RESET)
+			ld_reset(fd);
+		else
+			close(fd);
+		return;
+	}
+	ld_wait_end(fd, ld_names[k]);
+	close(fd);
+}
+
+/*
+ * Every way a connection ends - either side closing first, both at once,
+ * a reset from either side, close with unread data - on a QP that a
+ * further connection keeps up: afterwards no connection lingers on either
+ * host (each end said it writes nothing more, so the peer freed its
+ * ring and token), and the QP is still the one it was.
+ */
+static void linger_drain(struct vt_ctx *c)
+{
+	struct visock_info vk, vi;
+	int keeper, fd, k, i;
+	long long qps;
+
+	hu_need_rdma(c);
+	if (vt_is_client(c)) {
+		fresh_group();
+		sysctl_set("lgr_max_links", 1);
+		sysctl_set("lgr_idle_ms", 10000);
+	}
+	vt_sync(c, "prepared");
+	keeper = su_pair(c);
+	hu_expect_rdma(keeper, "keeper", &vk);
+	qps = hu_proc("qps");
+	for (k = 0; k < LD_NKINDS; k++) {
+		for (i = 0; i < NLD; i++) {
+			fd = su_pair(c);
+			hu_expect_rdma(fd, ld_names[k], &vi);
+			vt_assert(vi.vi_local_qpn == vk.vi_local_qpn,
+				  "%s: on QP %u, the keeper on %u", ld_names[k],
+				  vi.vi_local_qpn, vk.vi_local_qpn);
+			/* LD_UNREAD writes itself: su_xfer() shuts down. */
+			if (k != LD_UNREAD)
+				su_xfer(&fd, 1, 64 * KiB, XFER_MS);
+			/* A reset must not cut the peer's transfer short. */
+			vt_sync(c, "transferred");
+			ld_end(c, fd, k);
+			vt_sync(c, "ended");
+		}
+		vt_assert(hu_proc_wait("lgr_connections", 1, WAIT_MS) == 1,
+			  "%s: lgr_connections %lld, expected the keeper only",
+			  ld_names[k], hu_proc("lgr_connections"));
+		vt_assert(hu_proc_wait("lgr_lingering", 0, WAIT_MS) == 0,
+			  "%s: %lld closed connections still hold their place on the QP",
+			  ld_names[k], hu_proc("lgr_lingering"));
+		vt_sync(c, "kind checked");
+	}
+	vt_assert(hu_proc("qps") == qps, "qps %lld, was %lld",
+		  hu_proc("qps"), qps);
+	hu_expect_rdma(keeper, "keeper at the end", &vi);
+	vt_assert(vi.vi_local_qpn == vk.vi_local_qpn, "the keeper's QP changed");
+	vt_diag("%d connections ended in %d ways on QP %u: none lingers",
+		NLD * LD_NKINDS, LD_NKINDS, vk.vi_local_qpn);
+	vt_sync(c, "checked");
+	su_xfer(&keeper, 1, 64 * KiB, XFER_MS);
+	close(keeper);
+	if (vt_is_client(c))
+		sysctl_set("lgr_max_links", saved_vals[0]);
+	settle(c);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1099,6 +1238,7 @@ static const struct vt_test tests[] = {
 	T(bad_prod, 120, "a producer cursor beyond the ring resets one connection"),
 	T(bad_cons, 120, "a consumer cursor ahead of the data resets one connection"),
 	T(bad_credits, 120, "excess credits reset one connection"),
+	T(linger_drain, 300, "every way of ending frees the peer's ring at once"),
 };
 
 int main(int argc, char **argv)
