@@ -150,6 +150,8 @@ struct visock_gauges {
  * @lgr_qps_destroyed: QPs destroyed
  * @lgr_reused: connections that joined an existing QP
  * @lgr_waits: connections that waited for a QP being set up
+ * @lgr_retired: QPs that took no new connection any more because
+ *	lingering connections held half of them (visock_qp_retire_full())
  * @lgr_stale: receives dropped for an unknown or stale token, on any QP
  *	(also after the QP is gone)
  */
@@ -188,6 +190,7 @@ struct visock_net {
 	atomic64_t lgr_qps_destroyed;
 	atomic64_t lgr_reused;
 	atomic64_t lgr_waits;
+	atomic64_t lgr_retired;
 	atomic64_t lgr_stale;
 };
 
@@ -413,6 +416,8 @@ void visock_set_fallback(struct visock_sock *vsk, u8 reason);
 extern u32 visock_test_raw_handshake;
 /* Test hook: a client starts its handshake this many ms late (debugfs) */
 extern u32 visock_test_hs_delay_ms;
+/* Test hook: no closed or abort flag is sent (debugfs) */
+extern u32 visock_test_mute_end_flags;
 
 /*
  * Cursor message injection (debugfs cdc_inject, test only): the next

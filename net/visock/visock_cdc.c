@@ -383,6 +383,7 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	struct visock_cdc m = { };
 	u32 unsent, copy = 0;
 	bool closed;
+	u8 flags;
 	int err;
 
 	if (!dp->ctrl_pending)
@@ -414,6 +415,9 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 		m.flags |= VISOCK_CDC_F_ABORT;
 	if (unlikely(READ_ONCE(visock_test_cdc_inject)))
 		copy = visock_cdc_test_inject(dp, &m);
+	flags = m.flags;
+	if (unlikely(READ_ONCE(visock_test_mute_end_flags)))
+		m.flags &= ~(VISOCK_CDC_F_CLOSED | VISOCK_CDC_F_ABORT);
 	if (WARN_ON_ONCE(visock_cdc_encode(&m, visock_link_ctrl_slot(dp->link,
 								     slot),
 					   VISOCK_LINK_CTRL_SLOT) < 0))
@@ -436,11 +440,11 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	dp->rx_cons_sent = dp->rx_cons;
 	dp->peer_blocked = false;
 	dp->ctrl_pending = false;
-	if (m.flags & VISOCK_CDC_F_DONE_WRITING)
+	if (flags & VISOCK_CDC_F_DONE_WRITING)
 		dp->done_sent = true;
-	if (m.flags & VISOCK_CDC_F_CLOSED)
+	if (flags & VISOCK_CDC_F_CLOSED)
 		dp->closed_sent = true;
-	if (m.flags & VISOCK_CDC_F_ABORT)
+	if (flags & VISOCK_CDC_F_ABORT)
 		dp->abort_sent = true;
 	dp->cdc_sent++;
 	dp->wr_posted++;

@@ -19,6 +19,13 @@
  *	that a client too late for the server's handshake timeout sends
  *	nothing and both ends settle on TCP.
  *
+ * mute_end_flags (0/1): connections send no closed or abort flag (the
+ *	cursor message goes without it, and a connection that ends without
+ *	having sent one does not send one then), like a peer that cannot:
+ *	the peer's end of a connection that ended lingers on its QP.  The
+ *	link group tests use it to check that lingering connections cannot
+ *	fill a link group.
+ *
  * cdc_token, cdc_inject, cdc_injected: cursor message injection.  Write
  *	a connection's local token (VISOCK_INFO vi_local_token) to
  *	cdc_token, then a VISOCK_TEST_CDC_* mode to cdc_inject: the
@@ -43,6 +50,7 @@
 
 u32 visock_test_raw_handshake;
 u32 visock_test_hs_delay_ms;
+u32 visock_test_mute_end_flags;
 u32 visock_test_cdc_inject;
 u32 visock_test_cdc_token;
 u32 visock_test_cdc_injected;
@@ -70,6 +78,8 @@ void visock_debugfs_init(void)
 			   &visock_test_raw_handshake);
 	debugfs_create_u32("hs_delay_ms", 0600, visock_debugfs_dir,
 			   &visock_test_hs_delay_ms);
+	debugfs_create_u32("mute_end_flags", 0600, visock_debugfs_dir,
+			   &visock_test_mute_end_flags);
 	debugfs_create_u32("cdc_token", 0600, visock_debugfs_dir,
 			   &visock_test_cdc_token);
 	debugfs_create_u32("cdc_inject", 0600, visock_debugfs_dir,

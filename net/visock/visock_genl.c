@@ -120,6 +120,7 @@ static int visock_genl_put_stats(struct sk_buff *skb, struct net *net)
 	PUT(LGR_QPS_DESTROYED, atomic64_read(&vn->lgr_qps_destroyed));
 	PUT(LGR_REUSED, atomic64_read(&vn->lgr_reused));
 	PUT(LGR_WAITS, atomic64_read(&vn->lgr_waits));
+	PUT(LGR_RETIRED, atomic64_read(&vn->lgr_retired));
 	PUT(LGR_STALE, g.lgr_stale);
 #undef PUT
 	/* One u64 per reason, the reason as type; type 0 is padding. */

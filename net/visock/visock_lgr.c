@@ -712,6 +712,28 @@ static bool visock_qp_has_room(const struct visock_qp *q)
 	       q->nconns + atomic_read(&q->nlinger) < q->max_conns;
 }
 
+/*
+ * Lingering connections whose peer never sends its flag (it cannot: no
+ * credit, or its end never got far enough; or it is broken) hold their
+ * slots until the QP ends.  A client's QP that is full, and lingering
+ * connections hold half of it, takes no new connection any more: it ends
+ * after its last live one, taking them along, and a new QP serves the
+ * group instead of the group staying full.  (A server's QP that is full
+ * declines with LINK_GONE, which retires the client's QPs of the group.)
+ * Context: under the namespace's lgr_lock.
+ */
+static bool visock_qp_retire_full(struct visock_qp *q)
+{
+	int linger = atomic_read(&q->nlinger);
+
+	if (q->state != VISOCK_QP_UP || q->nconns + linger < q->max_conns ||
+	    linger < max_t(int, q->max_conns / 2, 1))
+		return false;
+	WRITE_ONCE(q->dying, true);
+	atomic64_inc(&visock_net(q->net)->lgr_retired);
+	return true;
+}
+
 static unsigned long visock_qp_idle_delay(const struct visock_qp *q)
 {
 	unsigned long d;
@@ -996,6 +1018,8 @@ struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
 		}
 		/* QPs on their way out do not count against the limit. */
 		if (READ_ONCE(q->dying) || READ_ONCE(q->dead))
+			continue;
+		if (!server && visock_qp_retire_full(q))
 			continue;
 		in_group++;
 		if (server)

@@ -172,6 +172,8 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 		   (long long)atomic64_read(&vn->lgr_reused));
 	seq_printf(seq, "lgr_qp_waits %lld\n",
 		   (long long)atomic64_read(&vn->lgr_waits));
+	seq_printf(seq, "lgr_qps_retired %lld\n",
+		   (long long)atomic64_read(&vn->lgr_retired));
 	seq_printf(seq, "lgr_stale_dropped %llu\n", g.lgr_stale);
 	return 0;
 }

@@ -517,7 +517,8 @@ void visock_tx_last_word(struct visock_dp *dp)
 	unsigned int wake = 0;
 	bool wait;
 
-	if (!visock_link_peer_listens(dp->link))
+	if (!visock_link_peer_listens(dp->link) ||
+	    unlikely(READ_ONCE(visock_test_mute_end_flags)))
 		return;
 	spin_lock_bh(&dp->lock);
 	/* Not after a failover: the link was given up (see above). */

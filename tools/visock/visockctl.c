@@ -1184,6 +1184,7 @@ static const struct {
 	{ VISOCK_STATS_A_LGR_QPS_DESTROYED, "lgr_qps_destroyed" },
 	{ VISOCK_STATS_A_LGR_REUSED, "lgr_qp_reused" },
 	{ VISOCK_STATS_A_LGR_WAITS, "lgr_qp_waits" },
+	{ VISOCK_STATS_A_LGR_RETIRED, "lgr_qps_retired" },
 	{ VISOCK_STATS_A_LGR_STALE, "lgr_stale_dropped" },
 };
 

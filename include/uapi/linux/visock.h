@@ -407,6 +407,7 @@ enum {
 	VISOCK_STATS_A_SOCKETS_CLOSING,
 	/* gauge: closed connections waiting for the peer's last flag */
 	VISOCK_STATS_A_LGR_LINGERING,
+	VISOCK_STATS_A_LGR_RETIRED,	/* QPs retired, half lingering */
 	__VISOCK_STATS_A_MAX,
 };
 

@@ -47,6 +47,10 @@
  *			unread data) on a QP a further connection keeps up:
  *			no closed connection lingers on either host
  *			(lgr_lingering 0), the QP is the same
+ * linger_retire	the server sends no closed or abort flag (debugfs
+ *			mute_end_flags): with 3 of a QP's 4 slots
+ *			lingering the next connection retires it and gets a
+ *			new QP; the old one ends with its last live one
  *
  * No test checks how long anything takes; every wait is bounded.
  */
@@ -160,6 +164,8 @@ static void restore_sysctls(const struct vt_ctx *c)
 	}
 	if (hu_read_ll(HU_DEBUGFS_DIR "cdc_inject") > 0)
 		hu_write_ll(HU_DEBUGFS_DIR "cdc_inject", 0);
+	if (hu_read_ll(HU_DEBUGFS_DIR "mute_end_flags") > 0)
+		hu_write_ll(HU_DEBUGFS_DIR "mute_end_flags", 0);
 }
 
 static void set_nofile(int n)
@@ -1219,6 +1225,97 @@ static void linger_drain(struct vt_ctx *c)
 	settle(c);
 }
 
+/* ---- linger_retire ---- */
+
+#define MUTE_PATH	HU_DEBUGFS_DIR "mute_end_flags"
+
+/*
+ * Lingering connections cannot fill a link group.  The client's group
+ * is one QP of 4 connections (lgr_max_links 1, lgr_link_conns 4) that a
+ * keeper connection holds; the server sends no closed or abort flag
+ * (debugfs mute_end_flags), so the client's end of 3 connections it
+ * resets lingers.  The QP is then full, and more than half of it
+ * lingers: the next connection retires it (lgr_qps_retired + 1) and is on
+ * RDMA over a new QP (the limit of 1 does not count the old one), and the
+ * old QP ends once the keeper has closed, taking the lingering ones
+ * along.
+ */
+static void linger_retire(struct vt_ctx *c)
+{
+	struct visock_info vk, vi;
+	int keeper, fd, i;
+	long long retired0;
+
+	hu_need_rdma(c);
+	vt_agree(c, vt_is_client(c) || hu_debugfs_ready("mute_end_flags"),
+		 "no debugfs file visock/mute_end_flags");
+	if (vt_is_client(c)) {
+		fresh_group();
+		sysctl_set("lgr_max_links", 1);
+		sysctl_set("lgr_link_conns", 4);
+		sysctl_set("lgr_idle_ms", 10000);
+	} else {
+		hu_set_ll(MUTE_PATH, 1);
+	}
+	vt_sync(c, "prepared");
+	keeper = su_pair(c);
+	hu_expect_rdma(keeper, "keeper", &vk);
+	retired0 = hu_proc("lgr_qps_retired");
+	for (i = 0; i < 3; i++) {
+		fd = su_pair(c);
+		hu_expect_rdma(fd, "connection to reset", &vi);
+		vt_assert(vi.vi_local_qpn == vk.vi_local_qpn,
+			  "connection %d on QP %u, the keeper on %u", i,
+			  vi.vi_local_qpn, vk.vi_local_qpn);
+		su_xfer(&fd, 1, 64 * KiB, XFER_MS);
+		vt_sync(c, "transferred");
+		if (vt_is_client(c)) {
+			ld_reset(fd);
+		} else {
+			ld_wait_end(fd, "reset by the client");
+			close(fd);
+		}
+		vt_sync(c, "ended");
+	}
+	if (vt_is_client(c))
+		vt_assert(hu_proc_wait("lgr_lingering", 3, WAIT_MS) == 3,
+			  "lgr_lingering %lld, expected the 3 reset connections",
+			  hu_proc("lgr_lingering"));
+	else
+		hu_set_ll(MUTE_PATH, 0);
+	vt_sync(c, "lingering");
+	fd = su_pair(c);
+	hu_expect_rdma(fd, "the next connection", &vi);
+	if (vt_is_client(c)) {
+		vt_assert(vi.vi_local_qpn != vk.vi_local_qpn,
+			  "the next connection is on QP %u, 3 of whose 4 slots linger",
+			  vk.vi_local_qpn);
+		vt_assert(hu_proc("lgr_qps_retired") == retired0 + 1,
+			  "lgr_qps_retired %lld, was %lld: expected + 1",
+			  hu_proc("lgr_qps_retired"), retired0);
+	}
+	su_xfer(&fd, 1, 64 * KiB, XFER_MS);
+	vt_diag("3 of 4 slots of QP %u lingering: the next connection on QP %u",
+		vk.vi_local_qpn, vi.vi_local_qpn);
+	vt_sync(c, "next checked");
+	su_xfer(&keeper, 1, 64 * KiB, XFER_MS);
+	close(keeper);
+	if (vt_is_client(c)) {
+		vt_assert(hu_proc_wait("lgr_lingering", 0, 40000) == 0,
+			  "lgr_lingering %lld after the old QP's last connection closed",
+			  hu_proc("lgr_lingering"));
+		vt_assert(hu_proc("qps") == 1, "qps %lld, expected the new one",
+			  hu_proc("qps"));
+	}
+	vt_sync(c, "old QP gone");
+	close(fd);
+	if (vt_is_client(c)) {
+		sysctl_set("lgr_max_links", saved_vals[0]);
+		sysctl_set("lgr_link_conns", saved_vals[1]);
+	}
+	settle(c);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1239,6 +1336,7 @@ static const struct vt_test tests[] = {
 	T(bad_cons, 120, "a consumer cursor ahead of the data resets one connection"),
 	T(bad_credits, 120, "excess credits reset one connection"),
 	T(linger_drain, 300, "every way of ending frees the peer's ring at once"),
+	T(linger_retire, 300, "lingering connections cannot fill a link group"),
 };
 
 int main(int argc, char **argv)
