@@ -295,13 +295,6 @@ void visock_dp_wake(struct visock_dp *dp, unsigned int wake)
 	}
 }
 
-static u32 visock_dp_unsent(const struct visock_dp *dp)
-{
-	s64 d = visock_cursor_diff(dp->tx_size, &dp->tx_sent, &dp->tx_written);
-
-	return d < 0 ? 0 : (u32)d;
-}
-
 /*
  * Test hook (debugfs cdc_inject): returns the token for an extra copy of
  * @m to send after it, or 0; or makes @m itself invalid.  One-shot: the
@@ -395,8 +388,7 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	if (!dp->sq_free || !dp->credits)
 		return;
 	unsent = visock_dp_unsent(dp);
-	/* A peer that closed reads nothing more: closed need not wait. */
-	closed = dp->closing && (!unsent || dp->peer_closed);
+	closed = visock_dp_closed_due(dp, unsent);
 	if (dp->credits == 1 && !dp->owed && !dp->abort && !closed)
 		return;
 

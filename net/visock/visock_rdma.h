@@ -216,6 +216,24 @@ struct visock_dp {
 	struct ib_cqe ctrl_cqe;
 };
 
+/* Bytes written by the application and not posted yet.  Under @dp->lock. */
+static inline u32 visock_dp_unsent(const struct visock_dp *dp)
+{
+	s64 d = visock_cursor_diff(dp->tx_size, &dp->tx_sent, &dp->tx_written);
+
+	return d < 0 ? 0 : (u32)d;
+}
+
+/*
+ * After close(), the closed flag goes with the last byte (@unsent 0), or
+ * at once if the peer closed: it reads nothing more.  Under @dp->lock.
+ */
+static inline bool visock_dp_closed_due(const struct visock_dp *dp,
+					u32 unsent)
+{
+	return dp->closing && (!unsent || dp->peer_closed);
+}
+
 /* Wake-ups collected under @lock and delivered after it is dropped. */
 #define VISOCK_WAKE_READ	0x1
 #define VISOCK_WAKE_WRITE	0x2

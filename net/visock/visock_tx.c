@@ -70,13 +70,6 @@
 /* How long to give the abort message after a reset. */
 #define VISOCK_ABORT_WAIT	(HZ / 2)
 
-static u32 visock_tx_unsent(const struct visock_dp *dp)
-{
-	s64 d = visock_cursor_diff(dp->tx_size, &dp->tx_sent, &dp->tx_written);
-
-	return d < 0 ? 0 : (u32)d;
-}
-
 /**
  * visock_tx_space_locked() - room left in the peer's ring
  * @dp: data path state
@@ -114,7 +107,7 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 	}
 	if (dp->state != VISOCK_DP_LIVE)
 		return;
-	while ((unsent = visock_tx_unsent(dp))) {
+	while ((unsent = visock_dp_unsent(dp))) {
 		/* The immediate data counts up to VISOCK_IMM_LEN_MAX bytes. */
 		unsent = min(unsent, VISOCK_IMM_LEN_MAX);
 		nwr = dp->tx_sent.count + unsent > dp->tx_size ? 2 : 1;
@@ -150,7 +143,7 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 	}
 	if (!unsent && dp->tx_shut && !dp->done_sent)
 		dp->ctrl_pending = true;
-	if ((!unsent || dp->peer_closed) && dp->closing && !dp->closed_sent)
+	if (visock_dp_closed_due(dp, unsent) && !dp->closed_sent)
 		dp->ctrl_pending = true;
 	if (dp->owed >= VISOCK_DP_CREDIT_RETURN)
 		dp->ctrl_pending = true;
@@ -526,8 +519,8 @@ void visock_tx_last_word(struct visock_dp *dp)
 	       !dp->failovers && !dp->closed_sent && !dp->abort_sent &&
 	       dp->credits;
 	if (wait) {
-		if (dp->state == VISOCK_DP_DEAD || !dp->closing ||
-		    (visock_tx_unsent(dp) && !dp->peer_closed))
+		if (dp->state == VISOCK_DP_DEAD ||
+		    !visock_dp_closed_due(dp, visock_dp_unsent(dp)))
 			dp->abort = true;
 		dp->ctrl_pending = true;
 		visock_cdc_send_locked(dp, &wake);

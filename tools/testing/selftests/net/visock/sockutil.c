@@ -193,6 +193,15 @@ void su_read_all(int fd, void *buf, size_t len)
 	}
 }
 
+void su_reset(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	vt_try(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)),
+	       "setsockopt(SO_LINGER {1, 0})");
+	close(fd);
+}
+
 void su_expect_eof(int fd)
 {
 	char ch;

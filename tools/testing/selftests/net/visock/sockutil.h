@@ -45,6 +45,8 @@ int su_recv_port(struct vt_ctx *c);
 
 void su_write_all(int fd, const void *buf, size_t len);
 void su_read_all(int fd, void *buf, size_t len);
+/* Close @fd with SO_LINGER {1, 0}: the connection is reset. */
+void su_reset(int fd);
 /* Next read must report end of stream. */
 void su_expect_eof(int fd);
 

@@ -1242,7 +1242,6 @@ static void monitor_events(struct vt_ctx *c)
 	const char *reason;
 	struct conn k[MAX_CONNS];
 	struct visock_info vi;
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	socklen_t len = sizeof(vi);
 	unsigned int n = 3;
 	int lfd = -1, st;
@@ -1280,9 +1279,7 @@ static void monitor_events(struct vt_ctx *c)
 
 	/* A reset (SO_LINGER 0) of k[1]: the server's end is aborted. */
 	if (vt_is_client(c)) {
-		vt_try(setsockopt(k[1].fd, SOL_SOCKET, SO_LINGER, &lg,
-				  sizeof(lg)), "setsockopt(SO_LINGER)");
-		close(k[1].fd);
+		su_reset(k[1].fd);
 		k[1].fd = -1;
 	} else {
 		const char *const ab[] = { "\"event\":\"abort\"", port1,

@@ -754,7 +754,6 @@ static void blocked_reader_switch(struct vt_ctx *c)
 
 static void close_abort(struct vt_ctx *c)
 {
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	uint8_t buf[4096];
 	struct pat p;
 	ssize_t r;
@@ -808,9 +807,7 @@ static void close_abort(struct vt_ctx *c)
 	pat_init(&p, 54);
 	if (vt_is_client(c)) {
 		pat_send(fd, &p, 32 * KiB);
-		vt_try(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)),
-		       "setsockopt(SO_LINGER {1, 0})");
-		close(fd);
+		su_reset(fd);
 		vt_send(c, "ABORTED");
 	} else {
 		vt_expect(c, "ABORTED");

@@ -1120,15 +1120,6 @@ static void ld_wait_end(int fd, const char *what)
 	}
 }
 
-static void ld_reset(int fd)
-{
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-	vt_try(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)),
-	       "setsockopt(SO_LINGER)");
-	close(fd);
-}
-
 /* End a connection of kind @k; both hosts call this in step. */
 static void ld_end(struct vt_ctx *c, int fd, int k)
 {
@@ -1156,7 +1147,7 @@ static void ld_end(struct vt_ctx *c, int fd, int k)
 	}
 	if (first) {
 		if (k == LD_CLI_RESET || k == LD_SRV_RESET)
-			ld_reset(fd);
+			su_reset(fd);
 		else
 			close(fd);
 		return;
@@ -1270,7 +1261,7 @@ static void linger_retire(struct vt_ctx *c)
 		su_xfer(&fd, 1, 64 * KiB, XFER_MS);
 		vt_sync(c, "transferred");
 		if (vt_is_client(c)) {
-			ld_reset(fd);
+			su_reset(fd);
 		} else {
 			ld_wait_end(fd, "reset by the client");
 			close(fd);
