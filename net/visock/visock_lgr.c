@@ -41,7 +41,8 @@
  *   (server; the client normally ends it first with a link message) it
  *   is taken off the list - unless a connection attached in the meantime,
  *   which the list lock orders - and destroyed.  A dead or dying QP goes
- *   at once.  Either end sends the delete link message before it
+ *   at once, a retired one after its lingering connections (bounded like
+ *   an idle one's).  Either end sends the delete link message before it
  *   destroys a QP that is up, so that the other takes no new connection
  *   on it.
  * - Rings go back to the pool when their connection ends, the receive
@@ -730,6 +731,7 @@ static bool visock_qp_retire_full(struct visock_qp *q)
 	    linger < max_t(int, q->max_conns / 2, 1))
 		return false;
 	WRITE_ONCE(q->dying, true);
+	WRITE_ONCE(q->retired, true);
 	atomic64_inc(&visock_net(q->net)->lgr_retired);
 	return true;
 }
@@ -909,11 +911,14 @@ static void visock_qp_idle_work(struct work_struct *work)
 	/*
 	 * Connections that ended before the peer closed its side linger:
 	 * the peer still sends on the QP (its closed flag, which reaps
-	 * them).  Destroying the QP now would leave those requests to time
-	 * out; wait for them a while, unless the QP is of no use anyway.
+	 * them, and waits for that to complete).  Destroying the QP now
+	 * would leave those requests to the transport's retries; wait for
+	 * them a while, unless the QP is of no use anyway.  A retired QP is
+	 * healthy: its last connections' peers are still sending.
 	 */
 	if (atomic_read(&q->nlinger) && READ_ONCE(q->confirmed) &&
-	    !READ_ONCE(q->dying) && !READ_ONCE(q->dead) &&
+	    (!READ_ONCE(q->dying) || READ_ONCE(q->retired)) &&
+	    !READ_ONCE(q->peer_deleted) && !READ_ONCE(q->dead) &&
 	    !test_bit(VISOCK_QP_BROKEN, &q->broken) &&
 	    time_before(jiffies, READ_ONCE(q->linger_last) +
 				 VISOCK_LINGER_MAX)) {
@@ -1186,8 +1191,11 @@ void visock_link_peer_forgot(struct visock_link *l)
 
 	mutex_lock(&vn->lgr_lock);
 	list_for_each_entry(o, &vn->qps, net_node)
-		if (visock_qp_same_group(o, q->server, &q->gid, &q->peer_addr))
+		if (visock_qp_same_group(o, q->server, &q->gid,
+					 &q->peer_addr)) {
 			WRITE_ONCE(o->dying, true);
+			WRITE_ONCE(o->retired, false);
+		}
 	mutex_unlock(&vn->lgr_lock);
 }
 

@@ -122,6 +122,10 @@ struct visock_qp_rx {
  * @net_node: entry in visock_net.qps, under its lgr_lock
  * @listed: on that list (under lgr_lock)
  * @dying: takes no new connections (under lgr_lock; read locklessly)
+ * @retired: dying only because lingering connections filled it (see
+ *	visock_qp_retire_full()): the QP itself is healthy, so it still
+ *	waits for its lingering connections' flags before it goes; cleared
+ *	when it turns out not to be healthy (read locklessly)
  * @peer_deleted: the peer's delete link message arrived: its end goes,
  *	ours need not tell it (written in softirq, read locklessly)
  * @nconns: connections attached or being attached (under lgr_lock)
@@ -191,6 +195,7 @@ struct visock_qp {
 	struct list_head net_node;
 	bool listed;
 	bool dying;
+	bool retired;
 	bool peer_deleted;
 	unsigned int nconns;
 	unsigned int max_conns;

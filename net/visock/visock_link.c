@@ -647,6 +647,8 @@ bool visock_link_is_dead(const struct visock_link *l)
 void visock_link_suspect(struct visock_link *l)
 {
 	WRITE_ONCE(l->qp->dying, true);
+	/* Not healthy after all: no wait for lingering connections. */
+	WRITE_ONCE(l->qp->retired, false);
 }
 
 /**

@@ -1229,7 +1229,8 @@ static void linger_drain(struct vt_ctx *c)
  * lingers: the next connection retires it (lgr_qps_retired + 1) and is on
  * RDMA over a new QP (the limit of 1 does not count the old one), and the
  * old QP ends once the keeper has closed, taking the lingering ones
- * along.
+ * along - but not before the server's closed flag for the keeper came:
+ * the server's end of the keeper must go within WAIT_MS.
  */
 static void linger_retire(struct vt_ctx *c)
 {
@@ -1290,7 +1291,27 @@ static void linger_retire(struct vt_ctx *c)
 		vk.vi_local_qpn, vi.vi_local_qpn);
 	vt_sync(c, "next checked");
 	su_xfer(&keeper, 1, 64 * KiB, XFER_MS);
-	close(keeper);
+	/*
+	 * The client closes the keeper first, so that its end lingers on
+	 * the retired QP until the server's closed flag comes: the QP must
+	 * wait for it, or the server's close would wait for the transport's
+	 * retries to a QP that is gone.
+	 */
+	if (vt_is_client(c)) {
+		close(keeper);
+		vt_assert(hu_proc_wait("lgr_lingering", 4, WAIT_MS) == 4,
+			  "lgr_lingering %lld after the keeper closed, expected 4",
+			  hu_proc("lgr_lingering"));
+	}
+	vt_sync(c, "keeper closed by the client");
+	if (!vt_is_client(c)) {
+		ld_wait_end(keeper, "the keeper closed by the client");
+		close(keeper);
+		vt_assert(hu_proc_wait("lgr_connections", 1, WAIT_MS) == 1,
+			  "lgr_connections %lld after the keeper closed, expected 1",
+			  hu_proc("lgr_connections"));
+	}
+	vt_sync(c, "keeper closed");
 	if (vt_is_client(c)) {
 		vt_assert(hu_proc_wait("lgr_lingering", 0, 40000) == 0,
 			  "lgr_lingering %lld after the old QP's last connection closed",
