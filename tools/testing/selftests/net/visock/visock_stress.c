@@ -176,7 +176,61 @@ static void write_some(int fd, size_t len, const char *what)
 
 /* ---- client ---- */
 
-static int stress_connect(struct vt_ctx *c, int port, bool nonblock)
+/*
+ * Source ports of NB_CLOSE connections.  A connect closed before the
+ * server's SYN-ACK came back leaves the server a half-open request until
+ * our RST for that SYN-ACK reaches it, while TCP gives the port back at
+ * once: another process's connect can take the same port within a
+ * millisecond, and its SYN, inside the old request's window, is answered
+ * with a RST - ECONNREFUSED, plain TCP does the same (seen in a capture:
+ * two SYNs from one port 0.6 ms apart, the second refused).  So NB_CLOSE
+ * binds to ports outside the ephemeral range, NB_PORTS of them per
+ * process used in turn, and the other connections never meet such a
+ * request.
+ */
+#define NB_PORTS	2000
+
+static unsigned int nb_base;		/* NPROC * NB_PORTS ports from here */
+static unsigned int client_idx;		/* this client process, 0..NPROC-1 */
+static unsigned int nb_next;		/* its next NB_CLOSE port */
+
+/* Below net.ipv4.ip_local_port_range, or above it. */
+static void nb_ports_choose(void)
+{
+	unsigned int lo = 32768, hi = 60999;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	if (f) {
+		if (fscanf(f, "%u %u", &lo, &hi) != 2)
+			lo = 32768, hi = 60999;
+		fclose(f);
+	}
+	if (lo >= 1024 + NPROC * NB_PORTS)
+		nb_base = lo - NPROC * NB_PORTS;
+	else
+		nb_base = hi + 1;
+	vt_assert(nb_base + NPROC * NB_PORTS <= 65536,
+		  "no room for %u ports outside ip_local_port_range %u-%u",
+		  NPROC * NB_PORTS, lo, hi);
+}
+
+static void nb_bind(int fd)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	unsigned int tries;
+
+	for (tries = 0; tries < 16; tries++) {
+		sin.sin_port = htons(nb_base + client_idx * NB_PORTS +
+				     nb_next++ % NB_PORTS);
+		if (!bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
+			return;
+		vt_assert(errno == EADDRINUSE, "bind: %s", strerror(errno));
+	}
+	vt_fail("bind: no free port of %u in 16 tries", NB_PORTS);
+}
+
+static int stress_connect(struct vt_ctx *c, int port, bool nonblock,
+			  bool nb_close)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = su_peer_addr(c, false, port, &ss);
@@ -184,6 +238,8 @@ static int stress_connect(struct vt_ctx *c, int port, bool nonblock)
 			   SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0));
 
 	set_timeouts(fd);
+	if (nb_close)
+		nb_bind(fd);
 	if (connect(fd, (struct sockaddr *)&ss, len) &&
 	    !(nonblock && errno == EINPROGRESS)) {
 		int k = errno == ECONNREFUSED ? 0 : errno == EINPROGRESS ? 1 :
@@ -208,14 +264,14 @@ static void client_one(struct vt_ctx *c, int port, enum op op,
 	int fd;
 
 	if (op == OP_NB_CLOSE) {
-		fd = stress_connect(c, port, true);
+		fd = stress_connect(c, port, true, true);
 		if (fd < 0)
 			return;
 		close(fd);
 		__atomic_add_fetch(&sh->ops[op], 1, __ATOMIC_RELAXED);
 		return;
 	}
-	fd = stress_connect(c, port, early);
+	fd = stress_connect(c, port, early, false);
 	if (fd < 0)
 		return;
 	if (early) {
@@ -367,7 +423,9 @@ static void mix(struct vt_ctx *c)
 	memset(sh, 0, sizeof(*sh));
 	if (vt_is_client(c)) {
 		port = su_recv_port(c);
-		vt_diag("seeds %u..%u", base, base + NPROC - 1);
+		nb_ports_choose();
+		vt_diag("seeds %u..%u, nb_close source ports %u-%u", base,
+			base + NPROC - 1, nb_base, nb_base + NPROC * NB_PORTS - 1);
 	} else {
 		lfd = su_listen(VT_FAMILY_VISOCK, false, 128,
 				SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -376,6 +434,7 @@ static void mix(struct vt_ctx *c)
 	for (i = 0; i < NPROC; i++) {
 		pids[i] = vt_try(fork(), "fork");
 		if (!pids[i]) {
+			client_idx = i;
 			if (vt_is_client(c))
 				client_proc(c, port, base + i);
 			else
