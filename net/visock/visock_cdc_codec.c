@@ -12,6 +12,7 @@
 #include <linux/errno.h>
 #include <linux/string.h>
 #include <linux/types.h>
+#include <linux/visock.h>
 
 #include "visock_wire.h"
 
@@ -232,4 +233,99 @@ int visock_fo_decode(const u8 *buf, unsigned int len, u64 *rx_pos)
 	*rx_pos = (u64)visock_get_be32(buf + 8) << 32 |
 		  visock_get_be32(buf + 12);
 	return 0;
+}
+
+/* Shape rules of a switch reply, shared by the encoder and the decoder. */
+static bool visock_swrep_valid(const struct visock_swrep *m)
+{
+	if (!m->token || (m->flags & ~VISOCK_SWREP_F_ALL))
+		return false;
+	if (!(m->flags & VISOCK_SWREP_F_ACCEPT))
+		return !m->flags && m->reason && m->reason <= VISOCK_FB_MAX &&
+		       !m->rbuf_class && !m->rtoken && !m->rbuf_addr &&
+		       !m->rbuf_rkey && !m->pos;
+	return !m->reason && m->rbuf_class < VISOCK_SIZECLASS_COUNT &&
+	       (m->rtoken & VISOCK_TOKEN_IDX_MASK);
+}
+
+/**
+ * visock_swrep_encode() - write a switch reply
+ * @m: the reply: accepted (VISOCK_SWREP_F_ACCEPT, reason 0, a size class
+ *	below VISOCK_SIZECLASS_COUNT, a responder token with a non-zero
+ *	index) or declined (no flag, a reason 1..VISOCK_FB_MAX, all other
+ *	fields but @token 0); @token never 0
+ * @buf: output buffer
+ * @buflen: size of @buf
+ *
+ * Return: VISOCK_CDC_LEN, or -EINVAL if @m breaks those rules or @buflen
+ * is below VISOCK_CDC_LEN (@buf is then not written).
+ */
+int visock_swrep_encode(const struct visock_swrep *m, u8 *buf,
+			unsigned int buflen)
+{
+	if (buflen < VISOCK_CDC_LEN || !visock_swrep_valid(m))
+		return -EINVAL;
+	memset(buf, 0, VISOCK_CDC_LEN);
+	buf[0] = VISOCK_SWREP_TYPE;
+	buf[1] = VISOCK_CDC_VERSION;
+	buf[2] = m->flags;
+	buf[3] = m->rbuf_class;
+	visock_put_be32(m->token, buf + 4);
+	visock_put_be32(m->rtoken, buf + 8);
+	visock_put_be32(m->rbuf_addr >> 32, buf + 12);
+	visock_put_be32((u32)m->rbuf_addr, buf + 16);
+	visock_put_be32(m->rbuf_rkey, buf + 20);
+	visock_put_be32(m->pos, buf + 24);
+	visock_put_be32(m->reason, buf + 28);
+	return VISOCK_CDC_LEN;
+}
+
+/**
+ * visock_swrep_decode() - parse a switch reply
+ * @buf: received bytes (untrusted)
+ * @len: their number
+ * @m: the reply; all zero on error
+ *
+ * Checks the length, type and version and the rules visock_swrep_encode()
+ * writes by.  Whether the position and the ring fit the connection is the
+ * caller's business.
+ *
+ * Return: 0, or -EBADMSG.
+ */
+int visock_swrep_decode(const u8 *buf, unsigned int len,
+			struct visock_swrep *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (len != VISOCK_CDC_LEN || buf[0] != VISOCK_SWREP_TYPE ||
+	    buf[1] != VISOCK_CDC_VERSION)
+		return -EBADMSG;
+	m->flags = buf[2];
+	m->rbuf_class = buf[3];
+	m->token = visock_get_be32(buf + 4);
+	m->rtoken = visock_get_be32(buf + 8);
+	m->rbuf_addr = (u64)visock_get_be32(buf + 12) << 32 |
+		       visock_get_be32(buf + 16);
+	m->rbuf_rkey = visock_get_be32(buf + 20);
+	m->pos = visock_get_be32(buf + 24);
+	m->reason = visock_get_be32(buf + 28);
+	if (!visock_swrep_valid(m)) {
+		memset(m, 0, sizeof(*m));
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/**
+ * visock_switch_pos() - a 64-bit stream position from its low 32 bits
+ * @near: a position known to be at or before the one meant (what was
+ *	received so far), and less than 2^31 before it
+ * @low: the low 32 bits of the position meant
+ *
+ * Return: the position at or after @near whose low 32 bits are @low; the
+ * caller rejects one 2^31 or more after @near (visock_switch_pos() -
+ * @near >= 2^31): the peer names a position behind what it sent.
+ */
+u64 visock_switch_pos(u64 near, u32 low)
+{
+	return near + (u32)(low - (u32)near);
 }

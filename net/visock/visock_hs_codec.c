@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * visock: encoder and decoder of the handshake messages exchanged over
- * the internal TCP connection (REQ, REP, CONFIRM, DECLINE).
+ * the internal TCP connection (REQ, REP, CONFIRM, DECLINE, and SWITCH of
+ * a lazy connection).
  *
  * The format is described in visock_wire.h.  The decoder is the only code
  * that looks at bytes received from the peer before the RDMA connection
@@ -60,6 +61,9 @@ static const u32 visock_hs_required[] = {
 	[VISOCK_HS_REP]		= VISOCK_HSF_SETUP,
 	[VISOCK_HS_CONFIRM]	= VISOCK_HSF(VISOCK_TLV_TOKEN),
 	[VISOCK_HS_DECLINE]	= VISOCK_HSF(VISOCK_TLV_REASON),
+	[VISOCK_HS_SWITCH]	= VISOCK_HSF(VISOCK_TLV_TOKEN) |
+				  VISOCK_HSF(VISOCK_TLV_RBUF) |
+				  VISOCK_HSF(VISOCK_TLV_LINK),
 };
 
 static const char * const visock_hs_names[] = {
@@ -67,6 +71,7 @@ static const char * const visock_hs_names[] = {
 	[VISOCK_HS_REP]		= "REP",
 	[VISOCK_HS_CONFIRM]	= "CONFIRM",
 	[VISOCK_HS_DECLINE]	= "DECLINE",
+	[VISOCK_HS_SWITCH]	= "SWITCH",
 };
 
 /* Byte-wise big-endian accessors: no alignment assumptions. */
@@ -105,7 +110,7 @@ static void vs_put64(u8 *p, u64 v)
 
 static bool visock_hs_type_valid(unsigned int type)
 {
-	return type >= VISOCK_HS_REQ && type <= VISOCK_HS_DECLINE;
+	return type >= VISOCK_HS_REQ && type <= VISOCK_HS_SWITCH;
 }
 
 /*
@@ -132,6 +137,15 @@ static bool visock_hs_values_valid(const struct visock_hs_msg *m,
 		return false;
 	if ((present & VISOCK_HSF(VISOCK_TLV_REASON)) &&
 	    m->reason > VISOCK_FB_MAX)
+		return false;
+	/*
+	 * A SWITCH joins a queue pair that exists: it names both ends, and
+	 * its token has an index the data path can put in immediate data.
+	 */
+	if (m->type == VISOCK_HS_SWITCH &&
+	    (!m->lgr_id || m->lgr_id >= VISOCK_QPN_LIMIT || !m->link_id ||
+	     m->link_id >= VISOCK_QPN_LIMIT ||
+	     !(m->token & VISOCK_TOKEN_IDX_MASK)))
 		return false;
 	return true;
 }
@@ -390,7 +404,9 @@ static int __visock_hs_decode(const u8 *buf, unsigned int len,
  * required by the message type must all be present and the values must be
  * in range: QPN non-zero and below 2^24, PSN below 2^24, MTU 1..5, ring
  * size a power of two within VISOCK_RBUF_MIN..VISOCK_RBUF_MAX, token
- * non-zero, reason at most VISOCK_FB_MAX.  Known TLVs that the message type
+ * non-zero, reason at most VISOCK_FB_MAX; a SWITCH must name both QPs
+ * (LINK: non-zero, below 2^24) and have a token with a non-zero index
+ * (VISOCK_TOKEN_IDX_MASK bits).  Known TLVs that the message type
  * does not require are accepted and decoded.  The first failing check
  * determines the error.
  *

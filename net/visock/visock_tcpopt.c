@@ -10,6 +10,8 @@
 
 #include <linux/types.h>
 #include <linux/errno.h>
+#include <linux/log2.h>
+#include <linux/build_bug.h>
 
 #include "visock_wire.h"
 
@@ -125,4 +127,43 @@ unsigned int visock_tcpopt_write(u8 *p, const struct visock_synopt *opt)
 	p[6] = opt->version;
 	p[7] = opt->flags;
 	return VISOCK_TCPOPT_ALIGNED;
+}
+
+/**
+ * visock_tcpopt_lazy_flags() - option flags announcing a lazy start
+ * @bytes: the threshold, a power of two between VISOCK_LAZY_MIN and
+ *	VISOCK_LAZY_MAX
+ *
+ * Return: VISOCK_TCPOPT_F_LAZY and the threshold's exponent in the
+ * VISOCK_TCPOPT_LAZY_MASK bits, or 0 (no lazy start) if @bytes is not
+ * such a power of two.
+ */
+u8 visock_tcpopt_lazy_flags(u32 bytes)
+{
+	/* Four bits of exponent. */
+	static_assert(VISOCK_LAZY_MAX ==
+		      VISOCK_LAZY_MIN << (VISOCK_TCPOPT_LAZY_MASK >>
+					  VISOCK_TCPOPT_LAZY_SHIFT));
+
+	if (bytes < VISOCK_LAZY_MIN || bytes > VISOCK_LAZY_MAX ||
+	    (bytes & (bytes - 1)))
+		return 0;
+	return VISOCK_TCPOPT_F_LAZY |
+	       ((ilog2(bytes) - 10) << VISOCK_TCPOPT_LAZY_SHIFT);
+}
+
+/**
+ * visock_tcpopt_lazy_bytes() - the lazy start threshold an option carries
+ * @flags: the option's flags byte
+ *
+ * Return: the threshold in bytes (VISOCK_LAZY_MIN .. VISOCK_LAZY_MAX), or
+ * 0 if @flags announce no lazy start.
+ */
+u32 visock_tcpopt_lazy_bytes(u8 flags)
+{
+	u32 k = (flags & VISOCK_TCPOPT_LAZY_MASK) >> VISOCK_TCPOPT_LAZY_SHIFT;
+
+	if (!(flags & VISOCK_TCPOPT_F_LAZY))
+		return 0;
+	return VISOCK_LAZY_MIN << k;
 }

@@ -30,6 +30,17 @@
 #define VISOCK_TCPOPT_ALIGNED	8
 /* flags: the sender has at least one usable RDMA device */
 #define VISOCK_TCPOPT_F_RDMA	0x01
+/*
+ * flags: lazy start (visock/lazy-switch.rst): the connection starts on
+ * TCP and moves to RDMA once a direction carried 2^(10 + k) bytes, k in
+ * the VISOCK_TCPOPT_LAZY_MASK bits.  A server echoes both as it got them.
+ */
+#define VISOCK_TCPOPT_F_LAZY	0x02
+#define VISOCK_TCPOPT_LAZY_SHIFT 2
+#define VISOCK_TCPOPT_LAZY_MASK	0x3c
+/* Lazy start thresholds the option can carry: 1 KiB .. 32 MiB. */
+#define VISOCK_LAZY_MIN		BIT(10)
+#define VISOCK_LAZY_MAX		BIT(25)
 /* flags a peer may set; the others are ignored on receipt */
 #define VISOCK_TCPOPT_F_PEER_MASK 0x3f
 
@@ -43,6 +54,8 @@ struct visock_synopt {
 	u8 flags;
 };
 
+u8 visock_tcpopt_lazy_flags(u32 bytes);
+u32 visock_tcpopt_lazy_bytes(u8 flags);
 int visock_tcpopt_offset(const u8 *opts, unsigned int len);
 int visock_tcpopt_find(const u8 *opts, unsigned int len,
 		       struct visock_synopt *out);
@@ -77,6 +90,12 @@ enum visock_hs_type {
 	VISOCK_HS_REP = 2,	/* server -> client: acceptance */
 	VISOCK_HS_CONFIRM = 3,	/* client -> server: ready to switch */
 	VISOCK_HS_DECLINE = 4,	/* either way, at any step */
+	/*
+	 * Lazy connections: the initiator's move to RDMA, in its stream
+	 * right after byte L - 1 (visock/lazy-switch.rst); answered by a
+	 * switch reply on the queue pair it names
+	 */
+	VISOCK_HS_SWITCH = 5,
 };
 
 #define VISOCK_TLV_CRITICAL	0x8000
@@ -285,6 +304,63 @@ int visock_imm_encode(u32 idx, u32 bytes, u32 credits, u32 *imm);
 void visock_imm_decode(u32 imm, u32 *idx, u32 *bytes, u32 *credits);
 int visock_link_msg_encode(u8 code, u8 *buf, unsigned int buflen);
 int visock_ctl_peek(const u8 *buf, unsigned int len, u8 *type, u32 *val);
+
+/*
+ * A switch reply answers the SWITCH message of a lazy connection
+ * (visock/lazy-switch.rst).  It is a SEND of VISOCK_CDC_LEN bytes on the
+ * queue pair the SWITCH named, addressed like a cursor message with the
+ * initiator's token, and uses the first of the receive requests the
+ * initiator posted for that token:
+ *
+ *    0  u8     type       VISOCK_SWREP_TYPE
+ *    1  u8     version    VISOCK_CDC_VERSION
+ *    2  u8     flags      VISOCK_SWREP_F_*
+ *    3  u8     class      size class of the responder's ring (accepted)
+ *    4  __be32 token      the initiator's token (the receiver's)
+ *    8  __be32 rtoken     the responder's token (accepted), index != 0
+ *   12  __be64 addr       the responder's ring (accepted)
+ *   20  __be32 rkey       its remote key (accepted)
+ *   24  __be32 pos        low 32 bits of the responder's switch position:
+ *                         the stream bytes it sent over TCP (accepted)
+ *   28  __be32 reason     enum visock_fallback_reason (declined), else 0
+ *
+ * Accepted: VISOCK_SWREP_F_ACCEPT, reason 0.  Declined: neither
+ * VISOCK_SWREP_F_ACCEPT nor another flag, a nonzero reason, every other
+ * field 0.
+ */
+#define VISOCK_SWREP_TYPE	0xc7
+#define VISOCK_SWREP_F_ACCEPT	0x01	/* switched: the fields are valid */
+#define VISOCK_SWREP_F_OWN_REQ	0x02	/* our SWITCH follows our byte L - 1 */
+#define VISOCK_SWREP_F_DONE	0x04	/* we shut our sending side at pos */
+#define VISOCK_SWREP_F_ALL	0x07
+
+/**
+ * struct visock_swrep - decoded switch reply
+ * @token: the initiator's token
+ * @flags: VISOCK_SWREP_F_* bits
+ * @rbuf_class: size class of the responder's ring (visock_sizeclass_bytes())
+ * @rtoken: the responder's token
+ * @rbuf_addr: address of the responder's ring
+ * @rbuf_rkey: its remote key
+ * @pos: low 32 bits of the responder's switch position
+ * @reason: enum visock_fallback_reason of a decline
+ */
+struct visock_swrep {
+	u32 token;
+	u8 flags;
+	u8 rbuf_class;
+	u32 rtoken;
+	u64 rbuf_addr;
+	u32 rbuf_rkey;
+	u32 pos;
+	u32 reason;
+};
+
+int visock_swrep_encode(const struct visock_swrep *m, u8 *buf,
+			unsigned int buflen);
+int visock_swrep_decode(const u8 *buf, unsigned int len,
+			struct visock_swrep *m);
+u64 visock_switch_pos(u64 near, u32 low);
 
 /* ------------------------------------------------------------------ */
 /* Failover to TCP                                                     */

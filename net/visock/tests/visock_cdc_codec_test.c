@@ -7,6 +7,7 @@
 #include <kunit/test.h>
 #include <linux/module.h>
 #include <linux/string.h>
+#include <linux/visock.h>
 
 #include "../visock_wire.h"
 
@@ -264,6 +265,143 @@ static void fo_test(struct kunit *test)
 	}
 }
 
+static void swrep_accept(struct visock_swrep *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->token = 0x11223344;
+	m->flags = VISOCK_SWREP_F_ACCEPT | VISOCK_SWREP_F_OWN_REQ;
+	m->rbuf_class = 9;
+	m->rtoken = 0x55667001;
+	m->rbuf_addr = 0x0102030405060708ULL;
+	m->rbuf_rkey = 0x8899aabb;
+	m->pos = 0xccddeeff;
+}
+
+/* Case @i of the replies nobody may send. */
+#define SWREP_BAD_CASES 8
+static void swrep_bad(struct visock_swrep *b, unsigned int i)
+{
+	swrep_accept(b);
+	switch (i) {
+	case 0:
+		b->token = 0;
+		break;
+	case 1:
+		b->flags |= 0x08;
+		break;
+	case 2:
+		b->rbuf_class = VISOCK_SIZECLASS_COUNT;
+		break;
+	case 3:
+		b->rtoken = 0x55667000;
+		break;
+	case 4:
+		b->reason = 1;
+		break;
+	default:
+		/* Declined ones: no reason, too large a one, a flag. */
+		memset(b, 0, sizeof(*b));
+		b->token = 1;
+		b->reason = i == 5 ? 0 : i == 6 ? VISOCK_FB_MAX + 1 : 9;
+		if (i == 7)
+			b->flags = VISOCK_SWREP_F_DONE;
+		break;
+	}
+}
+
+/* Switch replies: layout, both kinds, and what is refused. */
+static void swrep_test(struct kunit *test)
+{
+	static const u8 want[VISOCK_CDC_LEN] = {
+		0xc7, 1, 0x03, 9, 0x11, 0x22, 0x33, 0x44,
+		0x55, 0x66, 0x70, 0x01, 1, 2, 3, 4,
+		5, 6, 7, 8, 0x88, 0x99, 0xaa, 0xbb,
+		0xcc, 0xdd, 0xee, 0xff, 0, 0, 0, 0,
+	};
+	struct visock_swrep m, out;
+	u8 buf[VISOCK_CDC_LEN + 1];
+	unsigned int i, bit;
+
+	swrep_accept(&m);
+	memset(buf, 0xa5, sizeof(buf));
+	KUNIT_ASSERT_EQ(test, visock_swrep_encode(&m, buf, sizeof(buf)),
+			VISOCK_CDC_LEN);
+	KUNIT_EXPECT_EQ(test, memcmp(buf, want, VISOCK_CDC_LEN), 0);
+	KUNIT_EXPECT_EQ(test, buf[VISOCK_CDC_LEN], 0xa5);
+	KUNIT_ASSERT_EQ(test, visock_swrep_decode(buf, VISOCK_CDC_LEN, &out), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(&m, &out, sizeof(m)), 0);
+	KUNIT_EXPECT_EQ(test, visock_swrep_decode(buf, VISOCK_CDC_LEN - 1,
+						  &out), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, visock_swrep_decode(buf, VISOCK_CDC_LEN + 1,
+						  &out), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, visock_swrep_encode(&m, buf, VISOCK_CDC_LEN - 1),
+			-EINVAL);
+
+	/* Declined: a reason and the token, nothing else. */
+	memset(&m, 0, sizeof(m));
+	m.token = 0x11223344;
+	m.reason = VISOCK_FB_BUF_EXHAUSTED;
+	KUNIT_ASSERT_EQ(test, visock_swrep_encode(&m, buf, sizeof(buf)),
+			VISOCK_CDC_LEN);
+	KUNIT_ASSERT_EQ(test, visock_swrep_decode(buf, VISOCK_CDC_LEN, &out), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(&m, &out, sizeof(m)), 0);
+	for (i = 2; i < VISOCK_CDC_LEN; i++) {
+		if (i >= 4 && i < 8)
+			continue;	/* the token */
+		for (bit = 0; bit < 8; bit++) {
+			u8 b[VISOCK_CDC_LEN];
+			int ret;
+
+			visock_swrep_encode(&m, b, sizeof(b));
+			b[i] ^= 1 << bit;
+			ret = visock_swrep_decode(b, sizeof(b), &out);
+			/* Only other valid reasons pass. */
+			if (i >= 28 && ret == 0) {
+				KUNIT_EXPECT_NE(test, out.reason, 0U);
+				KUNIT_EXPECT_LE(test, out.reason,
+						(u32)VISOCK_FB_MAX);
+				continue;
+			}
+			KUNIT_EXPECT_EQ_MSG(test, ret, -EBADMSG,
+					    "byte %u bit %u", i, bit);
+			KUNIT_EXPECT_EQ(test, out.token, 0U);
+		}
+	}
+
+	/* Refused either way. */
+	for (i = 0; i < SWREP_BAD_CASES; i++) {
+		struct visock_swrep b;
+
+		swrep_bad(&b, i);
+		KUNIT_EXPECT_EQ_MSG(test, visock_swrep_encode(&b, buf,
+							      sizeof(buf)),
+				    -EINVAL, "case %u", i);
+	}
+	/* Other types and versions. */
+	swrep_accept(&m);
+	visock_swrep_encode(&m, buf, sizeof(buf));
+	buf[0] = VISOCK_CDC_TYPE;
+	KUNIT_EXPECT_EQ(test, visock_swrep_decode(buf, VISOCK_CDC_LEN, &out),
+			-EBADMSG);
+	buf[0] = VISOCK_SWREP_TYPE;
+	buf[1] = 2;
+	KUNIT_EXPECT_EQ(test, visock_swrep_decode(buf, VISOCK_CDC_LEN, &out),
+			-EBADMSG);
+}
+
+static void switch_pos_test(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, visock_switch_pos(0, 0), 0ULL);
+	KUNIT_EXPECT_EQ(test, visock_switch_pos(100, 100), 100ULL);
+	KUNIT_EXPECT_EQ(test, visock_switch_pos(100, 4196), 4196ULL);
+	KUNIT_EXPECT_EQ(test, visock_switch_pos(0xfffffff0ULL, 0x10),
+			0x100000010ULL);
+	KUNIT_EXPECT_EQ(test, visock_switch_pos(0x3fffffff0ULL, 0xfffffff8),
+			0x3fffffff8ULL);
+	/* Behind @near: far ahead, which the caller refuses. */
+	KUNIT_EXPECT_EQ(test, visock_switch_pos(100, 99), 0x100000063ULL);
+}
+
 static struct kunit_case visock_cdc_codec_test_cases[] = {
 	KUNIT_CASE(cdc_encode_layout_test),
 	KUNIT_CASE(cdc_roundtrip_test),
@@ -273,6 +411,8 @@ static struct kunit_case visock_cdc_codec_test_cases[] = {
 	KUNIT_CASE(imm_test),
 	KUNIT_CASE(ctl_peek_test),
 	KUNIT_CASE(fo_test),
+	KUNIT_CASE(swrep_test),
+	KUNIT_CASE(switch_pos_test),
 	{}
 };
 

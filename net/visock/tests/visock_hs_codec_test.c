@@ -31,6 +31,8 @@ static const u32 required[] = {
 	HSF_SETUP,				/* REP */
 	VISOCK_HSF(VISOCK_TLV_TOKEN),		/* CONFIRM */
 	VISOCK_HSF(VISOCK_TLV_REASON),		/* DECLINE */
+	VISOCK_HSF(VISOCK_TLV_TOKEN) | VISOCK_HSF(VISOCK_TLV_RBUF) |
+	VISOCK_HSF(VISOCK_TLV_LINK),		/* SWITCH */
 };
 
 /* ------------------------------------------------------------------ */
@@ -159,8 +161,8 @@ static void hs_valid(struct visock_hs_msg *m, unsigned int type)
 	m->rbuf_rkey = 0xdeadbeef;
 	m->rbuf_size = 64 * 1024;
 	m->token = 0xcafef00d;
-	m->lgr_id = 0x01020304;
-	m->link_id = 0x05060708;
+	m->lgr_id = 0x020304;
+	m->link_id = 0x060708;
 	m->reason = VISOCK_FB_NO_DEVICE;
 }
 
@@ -290,6 +292,7 @@ static const struct rt_case rt_cases[] = {
 	{ "REP", VISOCK_HS_REP, 1, 0, 101 },
 	{ "CONFIRM", VISOCK_HS_CONFIRM, 1, 0, 16 },
 	{ "DECLINE", VISOCK_HS_DECLINE, 1, 0, 16 },
+	{ "SWITCH", VISOCK_HS_SWITCH, 1, 0, 48 },
 	{ "REQ_all_tlvs", VISOCK_HS_REQ, 1, HSF_ALL, 109 },
 	{ "REP_version_255", VISOCK_HS_REP, 255, 0, 101 },
 	{ "CONFIRM_with_link", VISOCK_HS_CONFIRM, 1,
@@ -408,7 +411,7 @@ static void visock_hs_encode_invalid_test(struct kunit *test)
 	hs_valid(&m, VISOCK_HS_CONFIRM);
 	m.type = 0;
 	KUNIT_EXPECT_EQ(test, visock_hs_encode(&m, buf, sizeof(buf)), -EINVAL);
-	m.type = 5;
+	m.type = 6;
 	KUNIT_EXPECT_EQ(test, visock_hs_encode(&m, buf, sizeof(buf)), -EINVAL);
 	m.type = 255;
 	KUNIT_EXPECT_EQ(test, visock_hs_encode(&m, buf, sizeof(buf)), -EINVAL);
@@ -428,7 +431,7 @@ static void visock_hs_encode_invalid_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, visock_hs_encode(&m, buf, sizeof(buf)), -EINVAL);
 
 	/* Every required TLV, left out in turn. */
-	for (type = VISOCK_HS_REQ; type <= VISOCK_HS_DECLINE; type++) {
+	for (type = VISOCK_HS_REQ; type <= VISOCK_HS_SWITCH; type++) {
 		for (t = 1; t <= TLV_LAST; t++) {
 			struct hsb *h;
 
@@ -460,7 +463,7 @@ static void visock_hs_encode_small_buffer_test(struct kunit *test)
 	u8 buf[256];
 	int total;
 
-	for (type = VISOCK_HS_REQ; type <= VISOCK_HS_DECLINE; type++) {
+	for (type = VISOCK_HS_REQ; type <= VISOCK_HS_SWITCH; type++) {
 		hs_valid(&m, type);
 		total = visock_hs_encode(&m, buf, sizeof(buf));
 		KUNIT_ASSERT_GT(test, total, 0);
@@ -663,7 +666,7 @@ static void visock_hs_header_test(struct kunit *test)
 		m.present = HSF_ALL;
 		m.type = i;
 		hsb_msg(h, &m);
-		want = (i >= VISOCK_HS_REQ && i <= VISOCK_HS_DECLINE) ?
+		want = (i >= VISOCK_HS_REQ && i <= VISOCK_HS_SWITCH) ?
 			0 : -EBADMSG;
 		KUNIT_EXPECT_EQ_MSG(test,
 				    hs_decode_checked(test, h->b, h->len, &m),
@@ -718,7 +721,7 @@ static void visock_hs_truncated_test(struct kunit *test)
 	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, h);
 
-	for (type = VISOCK_HS_REQ; type <= VISOCK_HS_DECLINE; type++) {
+	for (type = VISOCK_HS_REQ; type <= VISOCK_HS_SWITCH; type++) {
 		/*
 		 * Only the required TLVs, so that no prefix is a complete
 		 * message.
@@ -1194,10 +1197,56 @@ static void visock_hs_type_name_test(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, visock_hs_type_name(VISOCK_HS_DECLINE),
 			   "DECLINE");
 	KUNIT_EXPECT_STREQ(test, visock_hs_type_name(0), "?");
-	KUNIT_EXPECT_STREQ(test, visock_hs_type_name(5), "?");
+	KUNIT_EXPECT_STREQ(test, visock_hs_type_name(VISOCK_HS_SWITCH),
+			   "SWITCH");
+	KUNIT_EXPECT_STREQ(test, visock_hs_type_name(6), "?");
 	KUNIT_EXPECT_STREQ(test, visock_hs_type_name(255), "?");
 	KUNIT_EXPECT_STREQ(test, visock_hs_type_name(0x101), "?");
 	KUNIT_EXPECT_STREQ(test, visock_hs_type_name(~0U), "?");
+}
+
+/* A SWITCH names an existing QP at both ends and a usable token index. */
+static void visock_hs_switch_test(struct kunit *test)
+{
+	static const struct {
+		u32 lgr_id, link_id, token;
+		bool ok;
+	} c[] = {
+		{ 0x020304, 0x060708, 0xcafef00d, true },
+		{ 1, 1, 1, true },
+		{ 0xffffff, 0xffffff, 0xfffff001, true },
+		{ 0, 0x060708, 0xcafef00d, false },
+		{ 0x1000000, 0x060708, 0xcafef00d, false },
+		{ 0x020304, 0, 0xcafef00d, false },
+		{ 0x020304, 0x1000000, 0xcafef00d, false },
+		{ 0x020304, 0x060708, 0xcafef000, false },
+		{ 0x020304, 0x060708, 0x1000, false },
+	};
+	struct visock_hs_msg m, out;
+	unsigned int i;
+	struct hsb *h;
+	u8 buf[256];
+
+	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		hs_valid(&m, VISOCK_HS_SWITCH);
+		m.lgr_id = c[i].lgr_id;
+		m.link_id = c[i].link_id;
+		m.token = c[i].token;
+		KUNIT_EXPECT_EQ_MSG(test, visock_hs_encode(&m, buf, sizeof(buf)),
+				    c[i].ok ? 48 : -EINVAL, "case %u", i);
+		hsb_msg(h, &m);
+		KUNIT_EXPECT_EQ_MSG(test,
+				    hs_decode_checked(test, h->b, h->len, &out),
+				    c[i].ok ? 0 : -EBADMSG, "case %u", i);
+		/* The same values are fine in a REQ (0 asks for a new QP). */
+		m.type = VISOCK_HS_REQ;
+		m.present = required[VISOCK_HS_REQ];
+		KUNIT_EXPECT_GT_MSG(test,
+				    visock_hs_encode(&m, buf, sizeof(buf)), 0,
+				    "case %u", i);
+	}
 }
 
 static struct kunit_case visock_hs_codec_test_cases[] = {
@@ -1215,6 +1264,7 @@ static struct kunit_case visock_hs_codec_test_cases[] = {
 	KUNIT_CASE(visock_hs_fuzz_random_test),
 	KUNIT_CASE(visock_hs_fuzz_mutate_test),
 	KUNIT_CASE(visock_hs_type_name_test),
+	KUNIT_CASE(visock_hs_switch_test),
 	{}
 };
 

@@ -312,12 +312,44 @@ static void visock_tcpopt_fuzz_test(struct kunit *test)
 	}
 }
 
+/* The lazy start threshold in the flags byte, both ways. */
+static void visock_tcpopt_lazy_test(struct kunit *test)
+{
+	static const u32 bad[] = {
+		0, 1, 512, 1023, 1025, 3 << 10, (1U << 25) + 1, 1U << 26,
+		1U << 31, 0xffffffff,
+	};
+	unsigned int k, i;
+
+	for (k = 0; k < 16; k++) {
+		u32 bytes = 1024U << k;
+		u8 f = visock_tcpopt_lazy_flags(bytes);
+
+		KUNIT_EXPECT_EQ(test, f, (u8)(0x02 | k << 2));
+		KUNIT_EXPECT_EQ(test, f & ~VISOCK_TCPOPT_F_PEER_MASK, 0);
+		KUNIT_EXPECT_EQ(test, visock_tcpopt_lazy_bytes(f), bytes);
+		/* The RDMA flag and foreign bits do not matter. */
+		KUNIT_EXPECT_EQ(test, visock_tcpopt_lazy_bytes(f | 0xc1), bytes);
+	}
+	KUNIT_EXPECT_EQ(test, visock_tcpopt_lazy_bytes(0x02), 1024U);
+	KUNIT_EXPECT_EQ(test, visock_tcpopt_lazy_bytes(0x3e), 32U << 20);
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		KUNIT_EXPECT_EQ_MSG(test, visock_tcpopt_lazy_flags(bad[i]), 0,
+				    "bytes %u", bad[i]);
+	/* Without the lazy flag the exponent bits mean nothing. */
+	for (i = 0; i < 256; i++)
+		if (!(i & VISOCK_TCPOPT_F_LAZY))
+			KUNIT_EXPECT_EQ_MSG(test, visock_tcpopt_lazy_bytes(i),
+					    0U, "flags %#x", i);
+}
+
 static struct kunit_case visock_tcpopt_test_cases[] = {
 	KUNIT_CASE_PARAM(visock_tcpopt_find_test, tcpopt_gen_params),
 	KUNIT_CASE_PARAM(visock_tcpopt_offset_test, tcpopt_gen_params),
 	KUNIT_CASE(visock_tcpopt_write_test),
 	KUNIT_CASE(visock_tcpopt_roundtrip_test),
 	KUNIT_CASE(visock_tcpopt_fuzz_test),
+	KUNIT_CASE(visock_tcpopt_lazy_test),
 	{}
 };
 
