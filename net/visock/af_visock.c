@@ -503,6 +503,13 @@ static int visock_listen(struct socket *sock, int backlog)
 		goto out;
 	}
 	visock_tcp_sync_opts(vsk);
+	/*
+	 * Whether this listener takes lazy starts is fixed here, so that
+	 * every SYN-ACK of a connection (retransmissions too) answers the
+	 * same (visock_tcp_synack_opt()).
+	 */
+	if (sk->sk_state != TCP_LISTEN)
+		WRITE_ONCE(vsk->lazy_bytes, visock_lazy_threshold(sock_net(sk)));
 	/* The SYN-ACK hook and accepted children read the client's SYN. */
 	err = vsk->tcp->ops->setsockopt(vsk->tcp, SOL_TCP, TCP_SAVE_SYN,
 					KERNEL_SOCKPTR(&one), sizeof(one));
@@ -669,6 +676,18 @@ static int visock_connect(struct socket *sock, struct sockaddr *addr,
 		assign_bit(VISOCK_F_POLICY_TCP, &vsk->flags,
 			   READ_ONCE(visock_net(sock_net(sk))->enable) &&
 			   visock_policy_denies(sock_net(sk), addr, len));
+		/*
+		 * Propose a lazy start (visock_tcp_syn_opt()) only where a
+		 * QP to the peer is up: the first connection to a peer sets
+		 * one up with the handshake.
+		 */
+		vsk->lazy_bytes = 0;
+		if (READ_ONCE(visock_net(sock_net(sk))->enable) &&
+		    !test_bit(VISOCK_F_POLICY_TCP, &vsk->flags) &&
+		    visock_lazy_threshold(sock_net(sk)) &&
+		    visock_lgr_peer_up(sock_net(sk), addr, len))
+			WRITE_ONCE(vsk->lazy_bytes,
+				   visock_lazy_threshold(sock_net(sk)));
 	}
 	release_sock(sk);
 
@@ -802,7 +821,8 @@ static __poll_t visock_poll(struct file *file, struct socket *sock,
 	if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
 		return list_empty_careful(&vsk->accept_q) ? 0 :
 		       EPOLLIN | EPOLLRDNORM;
-	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA &&
+	    !visock_lazy_rx_pending(vsk))
 		return visock_rdma_poll(vsk);
 
 	/* SO_RCVLOWAT decides POLLIN; 6.1 never shows us setting it. */
@@ -818,6 +838,8 @@ static __poll_t visock_poll(struct file *file, struct socket *sock,
 	if (READ_ONCE(sk->sk_err) ||
 	    !skb_queue_empty_lockless(&tsk->sk_error_queue))
 		mask |= EPOLLERR;
+	if (test_bit(VISOCK_F_LAZY, &vsk->flags))
+		mask = visock_lazy_poll(vsk, mask);
 	return mask;
 }
 
@@ -887,6 +909,8 @@ static int visock_sendmsg(struct socket *sock, struct msghdr *msg,
 	}
 	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
 		return visock_tx_sendmsg(vsk, msg, len);
+	if (test_bit(VISOCK_F_LAZY, &vsk->flags))
+		return visock_lazy_sendmsg(vsk, msg, len);
 	visock_tcp_sync_opts(vsk);
 	ret = vsk->tcp->ops->sendmsg(vsk->tcp, msg, len);
 	visock_tcp_consume_err(vsk, ret);
@@ -910,8 +934,11 @@ static int visock_recvmsg(struct socket *sock, struct msghdr *msg,
 		if (ret)
 			return ret;
 	}
-	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA &&
+	    !visock_lazy_rx_pending(vsk))
 		return visock_rx_recvmsg(vsk, msg, len, flags);
+	if (test_bit(VISOCK_F_LAZY, &vsk->flags))
+		return visock_lazy_recvmsg(vsk, msg, len, flags);
 	visock_tcp_sync_opts(vsk);
 	ret = vsk->tcp->ops->recvmsg(vsk->tcp, msg, len, flags);
 	visock_tcp_consume_err(vsk, ret);
@@ -1063,6 +1090,8 @@ static int visock_getsockopt_info(struct visock_sock *vsk,
 		info.vi_flags |= VISOCK_INFO_F_PEER_OPT;
 	if (test_bit(VISOCK_F_LINK_UP, &vsk->flags))
 		info.vi_flags |= VISOCK_INFO_F_LINK_UP;
+	if (READ_ONCE(vsk->lazy_bytes) && test_bit(VISOCK_F_DECIDED, &vsk->flags))
+		info.vi_flags |= VISOCK_INFO_F_LAZY;
 	visock_rdma_info(vsk, &info);
 	release_sock(&vsk->sk);
 

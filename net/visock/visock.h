@@ -8,6 +8,7 @@
 #define _NET_VISOCK_H
 
 #include <linux/types.h>
+#include <linux/log2.h>
 #include <linux/list.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
@@ -142,6 +143,8 @@ struct visock_gauges {
  * @lgr_mem_max_mb: net.visock.lgr_mem_max_mb, ring memory limit
  * @lgr_keepalive_ms: net.visock.lgr_keepalive_ms, keepalive interval of
  *	a QP with connections (0: none)
+ * @lazy_bytes: net.visock.lazy_bytes, threshold of a lazy start (below
+ *	VISOCK_LAZY_MIN: no lazy start; see visock_lazy_threshold())
  * @lgr_lock: the QP list and each QP's attachment count (visock_link.c)
  * @qps: QPs of this namespace (struct visock_qp.net_node)
  * @lgr_wq: woken when a QP finished setting up (or failed)
@@ -154,6 +157,11 @@ struct visock_gauges {
  *	lingering connections held half of them (visock_qp_retire_full())
  * @lgr_stale: receives dropped for an unknown or stale token, on any QP
  *	(also after the QP is gone)
+ * @lazy_started: connections that started lazily on TCP
+ * @switches: lazy connections that switched to RDMA
+ * @switch_declined: lazy connections whose switch was declined (either
+ *	side), which stay on TCP
+ * @switch_reset: lazy connections reset during their switch
  */
 struct visock_net {
 	int enable;
@@ -181,6 +189,7 @@ struct visock_net {
 	int lgr_idle_ms;
 	int lgr_mem_max_mb;
 	int lgr_keepalive_ms;
+	int lazy_bytes;
 	/* Protects qps and the QPs' attachment counts; process context */
 	struct mutex lgr_lock;
 	struct list_head qps;
@@ -192,6 +201,10 @@ struct visock_net {
 	atomic64_t lgr_waits;
 	atomic64_t lgr_retired;
 	atomic64_t lgr_stale;
+	atomic64_t lazy_started;
+	atomic64_t switches;
+	atomic64_t switch_declined;
+	atomic64_t switch_reset;
 };
 
 /* Count @n in field @f of the namespace counters of socket @sk. */
@@ -218,6 +231,24 @@ struct visock_net {
  *	application bytes start, after our handshake messages (valid with
  *	VISOCK_F_APP_SEQ)
  * @family: AF_INET or AF_INET6, the family of @tcp
+ * @lazy_bytes: lazy start threshold: a client's proposal (set by
+ *	connect() before the SYN), a listener's offer (taken at listen()),
+ *	and once the connection is decided the agreed one, or 0
+ * @sw_server: the lazy connection's server side (constant once lazy)
+ * @sw_state: enum visock_sw_state of a lazy connection (VISOCK_F_LAZY),
+ *	written under lock_sock(), read locklessly
+ * @sw_tx_pos: application bytes written to TCP so far (lazy connection)
+ * @sw_rx_pos: application bytes read from TCP so far (lazy connection)
+ * @sw_rx_end: stream position up to which the peer's bytes come over
+ *	TCP: L on the server before and after the switch, the server's
+ *	switch position on the client after it, U64_MAX where unbounded
+ * @sw_skip: bytes of the peer's SWITCH message still to drop from the
+ *	TCP stream at @sw_rx_end (server)
+ * @sw_deadline: jiffies by which the client needs the switch reply
+ * @sw_started: jiffies when that wait started (or restarted: the SWITCH
+ *	not yet acknowledged by TCP)
+ * @sw_seq: TCP sequence number just after the client's SWITCH
+ * (all sw_* but @sw_state under lock_sock())
  * @local_opt: option we sent (valid with VISOCK_F_SYN_OPT)
  * @peer_opt: option the peer sent (valid with VISOCK_F_PEER_OPT)
  * @accept_lock: protects @accept_q and @accept_len (listener only);
@@ -266,6 +297,16 @@ struct visock_sock {
 	u8 fb_reason;
 	/* TCP sequence number of the first application byte we send */
 	u32 tcp_app_seq;
+	u32 lazy_bytes;
+	bool sw_server;
+	u8 sw_state;
+	u16 sw_skip;
+	u64 sw_tx_pos;
+	u64 sw_rx_pos;
+	u64 sw_rx_end;
+	unsigned long sw_deadline;
+	unsigned long sw_started;
+	u32 sw_seq;
 	u16 family;
 	struct visock_synopt local_opt;
 	struct visock_synopt peer_opt;
@@ -321,6 +362,19 @@ enum {
 	 * lock_sock()
 	 */
 	VISOCK_F_RELEASED,
+	/*
+	 * Lazy start agreed (visock_lazy.c): the connection started on TCP
+	 * without the handshake and may switch to RDMA
+	 */
+	VISOCK_F_LAZY,
+};
+
+/* Switch of a lazy connection (visock_lazy.c) */
+enum visock_sw_state {
+	VISOCK_SW_NONE,		/* on TCP, no switch yet */
+	VISOCK_SW_WAIT,		/* client: SWITCH sent, waiting for the reply */
+	VISOCK_SW_DONE,		/* switched: data moves over RDMA */
+	VISOCK_SW_DECLINED,	/* stays on TCP for good */
 };
 
 /*
@@ -376,6 +430,17 @@ static inline struct visock_net *visock_net(const struct net *net)
 	return net_generic(net, visock_net_id);
 }
 
+/*
+ * The lazy start threshold of namespace @net: net.visock.lazy_bytes
+ * rounded down to a power of two, or 0 if it is off.
+ */
+static inline u32 visock_lazy_threshold(const struct net *net)
+{
+	int v = READ_ONCE(visock_net(net)->lazy_bytes);
+
+	return v < (int)VISOCK_LAZY_MIN ? 0 : rounddown_pow_of_two(v);
+}
+
 /* af_visock.c */
 extern struct proto visock_proto;
 extern const struct net_proto_family visock_family_ops;
@@ -398,6 +463,7 @@ void visock_tcp_consume_err(struct visock_sock *vsk, long ret);
 void visock_tcp_sync_opts(struct visock_sock *vsk);
 bool visock_is_internal_tcp(const struct sock *sk);
 bool visock_tcp_syn_opt(struct sock *tsk, struct visock_synopt *opt);
+int visock_tcp_peek_at(struct socket *tcp, u32 off, u8 *buf, u32 len);
 bool visock_tcp_synack_opt(struct sock *listener,
 			   const struct visock_synopt *peer,
 			   struct visock_synopt *opt);
@@ -411,6 +477,27 @@ void visock_hs_cancel(struct visock_sock *vsk);
 int visock_decide(struct visock_sock *vsk);
 void visock_decide_child(struct visock_sock *child);
 void visock_set_fallback(struct visock_sock *vsk, u8 reason);
+struct visock_hs_msg;
+int visock_hs_make_link(struct visock_sock *vsk, struct visock_hs_msg *m,
+			u8 type, const struct visock_hs_msg *req);
+int visock_hs_send(struct visock_sock *vsk, struct visock_hs_msg *m);
+void visock_hs_abort(struct visock_sock *vsk, int err);
+void visock_hs_success(struct visock_sock *vsk);
+void visock_hs_note_peer(struct visock_sock *vsk,
+			 const struct visock_hs_msg *m);
+u8 visock_hs_link_reason(int err);
+void visock_hs_queue_at(struct visock_sock *vsk, unsigned long when);
+
+/* visock_lazy.c */
+void visock_lazy_start(struct visock_sock *vsk);
+void visock_lazy_work(struct visock_sock *vsk);
+void visock_lazy_tcp_event(struct visock_sock *vsk);
+bool visock_lazy_rx_pending(const struct visock_sock *vsk);
+int visock_lazy_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
+			size_t len);
+int visock_lazy_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
+			size_t len, int flags);
+__poll_t visock_lazy_poll(struct visock_sock *vsk, __poll_t tcp_mask);
 
 /* visock_debugfs.c */
 extern u32 visock_test_raw_handshake;

@@ -359,6 +359,43 @@ static void visock_cdc_test_send_copy(struct visock_dp *dp,
 }
 
 /**
+ * visock_cdc_send_swrep_locked() - send a lazy connection's switch reply
+ * @dp: the server's new data path state, live, nothing sent yet
+ * @m: the accepted reply (visock_swrep_encode() rules)
+ *
+ * Goes before anything else of the connection, in one of its cursor
+ * message slots and with the first of the credits the client's receive
+ * requests gave it (visock_lazy.c).
+ *
+ * Context: under @dp->lock.
+ * Return: 0, -EINVAL for a bad @m, -ENOBUFS without a slot or credit, or
+ * an error from posting.
+ */
+int visock_cdc_send_swrep_locked(struct visock_dp *dp,
+				 const struct visock_swrep *m)
+{
+	unsigned int slot = dp->tx_slot;
+	int err;
+
+	if (dp->state != VISOCK_DP_LIVE || !dp->sq_free || !dp->credits)
+		return -ENOBUFS;
+	err = visock_swrep_encode(m, visock_link_ctrl_slot(dp->link, slot),
+				  VISOCK_LINK_CTRL_SLOT);
+	if (err < 0)
+		return err;
+	err = visock_link_post_ctrl(dp->link, slot, VISOCK_CDC_LEN,
+				    &dp->ctrl_cqe);
+	if (err)
+		return err;
+	dp->tx_slot = (slot + 1) % VISOCK_LINK_SQ_DEPTH;
+	dp->sq_free--;
+	dp->credits--;
+	dp->wr_posted++;
+	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wr_posted, 1);
+	return 0;
+}
+
+/**
  * visock_cdc_send_locked() - send a cursor message if one is pending
  * @dp: data path state
  * @wake: wake-ups to deliver after dropping the lock

@@ -172,8 +172,9 @@ int visock_link_msg_encode(u8 code, u8 *buf, unsigned int buflen)
  * visock_ctl_peek() - classify a SEND received on a shared QP
  * @buf: the received bytes
  * @len: their number
- * @type: VISOCK_CDC_TYPE or VISOCK_LINK_MSG_TYPE
- * @val: the token of a cursor message, the code of a link message
+ * @type: VISOCK_CDC_TYPE, VISOCK_SWREP_TYPE or VISOCK_LINK_MSG_TYPE
+ * @val: the token of a cursor message or switch reply, the code of a
+ *	link message
  *
  * Only looks at what the dispatch needs; a cursor message is validated
  * in full by visock_cdc_decode() afterwards.
@@ -188,7 +189,8 @@ int visock_ctl_peek(const u8 *buf, unsigned int len, u8 *type, u32 *val)
 	if (len != VISOCK_CDC_LEN || buf[1] != VISOCK_CDC_VERSION)
 		return -EBADMSG;
 	*type = buf[0];
-	if (buf[0] == VISOCK_CDC_TYPE) {
+	/* A switch reply is addressed like a cursor message. */
+	if (buf[0] == VISOCK_CDC_TYPE || buf[0] == VISOCK_SWREP_TYPE) {
 		*val = visock_get_be32(buf + 4);
 		return 0;
 	}

@@ -94,7 +94,13 @@ void visock_dp_link_failed_locked(struct visock_dp *dp, const char *why,
 
 	if (dp->state != VISOCK_DP_LIVE)
 		return;
-	if (READ_ONCE(vsk->mode) != VISOCK_MODE_RDMA || !vsk->tcp) {
+	/*
+	 * A lazy connection whose application has not read the bytes that
+	 * came over TCP before the switch cannot take the peer's failover
+	 * message from TCP yet: reset (visock/lazy-switch.rst).
+	 */
+	if (READ_ONCE(vsk->mode) != VISOCK_MODE_RDMA || !vsk->tcp ||
+	    visock_lazy_rx_pending(vsk)) {
 		visock_dp_fail_locked(dp, ECONNRESET, false, why, detail, wake);
 		return;
 	}
@@ -356,6 +362,9 @@ void visock_fo_work(struct work_struct *work)
 
 	state = READ_ONCE(dp->state);
 	if (state == VISOCK_DP_LIVE) {
+		/* Bytes from before a lazy connection's switch: not yet. */
+		if (visock_lazy_rx_pending(dp->vsk))
+			return;
 		/* Anything on TCP now is the peer's failover message. */
 		iov.iov_base = &b;
 		iov.iov_len = 1;

@@ -130,6 +130,14 @@ static void visock_hs_queue(struct visock_sock *vsk, unsigned long delay,
 	}
 }
 
+/* Run the work at @when (jiffies), or now if that has passed. */
+void visock_hs_queue_at(struct visock_sock *vsk, unsigned long when)
+{
+	long left = (long)(when - jiffies);
+
+	visock_hs_queue(vsk, left > 0 ? left : 0, false);
+}
+
 /**
  * visock_hs_kick() - run the handshake state machine soon
  * @vsk: socket in handshake
@@ -231,7 +239,7 @@ static void visock_hs_fallback(struct visock_sock *vsk, u8 reason)
  * from now on the stream travels over RDMA; the internal TCP connection
  * stays open, idle, until the socket is closed.
  */
-static void visock_hs_success(struct visock_sock *vsk)
+void visock_hs_success(struct visock_sock *vsk)
 {
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 	struct visock_diag_link d;
@@ -251,7 +259,7 @@ static void visock_hs_success(struct visock_sock *vsk)
 }
 
 /* The stream cannot be trusted any more: end the connection. */
-static void visock_hs_abort(struct visock_sock *vsk, int err)
+void visock_hs_abort(struct visock_sock *vsk, int err)
 {
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 
@@ -270,7 +278,7 @@ static void visock_hs_abort(struct visock_sock *vsk, int err)
 	vsk->sk.sk_error_report(&vsk->sk);
 }
 
-static int visock_hs_send(struct visock_sock *vsk, struct visock_hs_msg *m)
+int visock_hs_send(struct visock_sock *vsk, struct visock_hs_msg *m)
 {
 	u8 buf[VISOCK_HS_MAX_LEN];
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
@@ -379,7 +387,7 @@ static u8 visock_hs_peer_reason(u32 reason)
 	}
 }
 
-static u8 visock_hs_link_reason(int err)
+u8 visock_hs_link_reason(int err)
 {
 	switch (err) {
 	case -ENODEV:
@@ -453,9 +461,8 @@ static void visock_hs_lgr_unwait(struct visock_sock *vsk)
  * Return: 0, -EINPROGRESS (client: wait for a QP being set up, see
  * visock_link_create()) or a negative errno.
  */
-static int visock_hs_make_link(struct visock_sock *vsk,
-			       struct visock_hs_msg *m, u8 type,
-			       const struct visock_hs_msg *req)
+int visock_hs_make_link(struct visock_sock *vsk, struct visock_hs_msg *m,
+			u8 type, const struct visock_hs_msg *req)
 {
 	struct sockaddr_storage local, peer;
 	struct visock_link_params p = {};
@@ -486,8 +493,8 @@ static int visock_hs_make_link(struct visock_sock *vsk,
 	return 0;
 }
 
-static void visock_hs_note_peer(struct visock_sock *vsk,
-				const struct visock_hs_msg *m)
+void visock_hs_note_peer(struct visock_sock *vsk,
+			 const struct visock_hs_msg *m)
 {
 	vsk->hs_version = min_t(u8, m->version, VISOCK_HS_VERSION);
 	vsk->peer_token = m->token;
@@ -712,9 +719,13 @@ static void visock_hs_work(struct work_struct *work)
 	 * link at any time: a TCP callback can queue us again after
 	 * visock_hs_cancel() returned.
 	 */
-	if (vsk->tcp && vsk->hs_state != VISOCK_HS_NONE &&
-	    vsk->hs_state != VISOCK_HS_DONE &&
+	if (vsk->tcp && test_bit(VISOCK_F_LAZY, &vsk->flags) &&
 	    !test_bit(VISOCK_F_RELEASED, &vsk->flags)) {
+		/* A lazy connection's switch (visock_lazy.c). */
+		visock_lazy_work(vsk);
+	} else if (vsk->tcp && vsk->hs_state != VISOCK_HS_NONE &&
+		   vsk->hs_state != VISOCK_HS_DONE &&
+		   !test_bit(VISOCK_F_RELEASED, &vsk->flags)) {
 		visock_hs_step(vsk);
 		if (vsk->hs_state == VISOCK_HS_DONE) {
 			settled = true;
@@ -786,6 +797,10 @@ void visock_decide_child(struct visock_sock *child)
 		child->local_opt.version = VISOCK_HS_VERSION;
 		child->local_opt.flags = opt.flags & VISOCK_SAVED_F_ECHO_RDMA ?
 					 VISOCK_TCPOPT_F_RDMA : 0;
+		/* visock_nf_mark_syn() kept them only if they were echoed. */
+		child->local_opt.flags |= opt.flags &
+					  (VISOCK_TCPOPT_F_LAZY |
+					   VISOCK_TCPOPT_LAZY_MASK);
 		set_bit(VISOCK_F_PEER_OPT, &child->flags);
 		set_bit(VISOCK_F_SYN_OPT, &child->flags);
 	}
@@ -831,11 +846,26 @@ int visock_decide(struct visock_sock *vsk)
 	}
 
 	if (reason != VISOCK_FB_NONE) {
+		WRITE_ONCE(vsk->lazy_bytes, 0);
 		vsk->hs_state = VISOCK_HS_DONE;
 		visock_set_fallback(vsk, reason);
 		set_bit(VISOCK_F_SETTLED, &vsk->flags);
 		return 0;
 	}
+	/*
+	 * A lazy start is agreed when the SYN-ACK echoed the client's
+	 * proposal: no handshake, TCP until a switch (visock_lazy.c).
+	 */
+	if (visock_tcpopt_lazy_bytes(vsk->local_opt.flags) &&
+	    visock_tcpopt_lazy_bytes(vsk->local_opt.flags) ==
+	    visock_tcpopt_lazy_bytes(vsk->peer_opt.flags) &&
+	    !READ_ONCE(visock_test_raw_handshake)) {
+		WRITE_ONCE(vsk->lazy_bytes,
+			   visock_tcpopt_lazy_bytes(vsk->local_opt.flags));
+		visock_lazy_start(vsk);
+		return 0;
+	}
+	WRITE_ONCE(vsk->lazy_bytes, 0);
 	if (READ_ONCE(visock_test_raw_handshake)) {
 		/* Test hook: the application speaks the handshake itself. */
 		vsk->hs_state = VISOCK_HS_DONE;

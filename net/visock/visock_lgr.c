@@ -124,6 +124,18 @@ static void visock_qp_msg_done(struct ib_cq *cq, struct ib_wc *wc)
 	complete(&q->msg_done);
 }
 
+/* A switch decline completed (visock_lgr_switch_decline()). */
+static void visock_qp_sw_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct visock_qp *q = container_of(wc->wr_cqe, struct visock_qp,
+					   sw_cqe);
+
+	visock_qp_count_wc(q, wc);
+	if (wc->status != IB_WC_SUCCESS)
+		set_bit(VISOCK_QP_BROKEN, &q->broken);
+	complete(&q->sw_done);
+}
+
 /*
  * A keepalive completed.  Not acknowledged after the transport's retries:
  * the peer is gone, and the QP with it.  A flush is the QP ending anyway.
@@ -801,6 +813,99 @@ static int visock_qp_post_link_msg(struct visock_qp *q, u8 code,
 	return err;
 }
 
+/**
+ * visock_lgr_switch_decline() - decline a lazy connection's switch
+ * @net: namespace
+ * @sw: the client's SWITCH (its LINK TLV names our QP and its own)
+ * @reason: enum visock_fallback_reason, not 0
+ *
+ * The server could not join the QP the client named (gone, full, out of
+ * memory), so it has no place on it to answer from: the decline (a
+ * switch reply without VISOCK_SWREP_F_ACCEPT) goes from the QP's own
+ * send slot 2, one at a time, and is waited for.  It uses one of the
+ * receive requests the client posted for its new connection.
+ *
+ * Context: process context, may sleep.
+ * Return: 0 once the client's end acknowledged it, -ENOLINK if there is
+ * no such QP that is up, or another negative errno.
+ */
+int visock_lgr_switch_decline(struct net *net, const struct visock_hs_msg *sw,
+			      u32 reason)
+{
+	struct visock_net *vn = visock_net(net);
+	struct visock_swrep r = {
+		.token = sw->token,
+		.reason = reason,
+	};
+	struct visock_qp *q, *found = NULL;
+	struct ib_send_wr wr = {};
+	const struct ib_send_wr *bad;
+	struct ib_sge sge;
+	int err = -ENOLINK;
+	u32 n;
+
+	mutex_lock(&vn->lgr_lock);
+	list_for_each_entry(q, &vn->qps, net_node) {
+		if (q->server && q->qpn == sw->lgr_id &&
+		    q->peer_qpn == sw->qpn && !READ_ONCE(q->dead)) {
+			kref_get(&q->ref);
+			found = q;
+			break;
+		}
+	}
+	mutex_unlock(&vn->lgr_lock);
+	if (!found)
+		return -ENOLINK;
+	q = found;
+
+	mutex_lock(&q->sw_mutex);
+	mutex_lock(&q->lock);
+	if (q->state != VISOCK_QP_UP || q->dead || !q->ctrl_mapped ||
+	    test_bit(VISOCK_QP_BROKEN, &q->broken)) {
+		mutex_unlock(&q->lock);
+		goto out;
+	}
+	n = visock_qp_tx_slot(q, 0, 2);
+	err = visock_swrep_encode(&r, visock_qp_slot(q, n),
+				  VISOCK_LINK_CTRL_SLOT);
+	if (err < 0) {
+		mutex_unlock(&q->lock);
+		goto out;
+	}
+	reinit_completion(&q->sw_done);
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	wr.wr_cqe = &q->sw_cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	sge.addr = visock_qp_slot_dma(q, n);
+	sge.length = VISOCK_CDC_LEN;
+	sge.lkey = q->pd->local_dma_lkey;
+	err = -ENOTCONN;
+	spin_lock_bh(&q->post_lock);
+	if (q->can_post) {
+		ib_dma_sync_single_for_device(q->ibdev, sge.addr, sge.length,
+					      DMA_BIDIRECTIONAL);
+		err = ib_post_send(q->ibqp, &wr, &bad);
+		if (!err) {
+			q->posted = true;
+			atomic64_inc(&q->wr_posted);
+		}
+	}
+	spin_unlock_bh(&q->post_lock);
+	mutex_unlock(&q->lock);
+	/* A drain before the QP goes completes it in any case. */
+	if (!err && !wait_for_completion_timeout(&q->sw_done,
+						 VISOCK_LINK_MSG_TIMEOUT * 5))
+		err = -ETIMEDOUT;
+	if (!err && test_bit(VISOCK_QP_BROKEN, &q->broken))
+		err = -EIO;
+out:
+	mutex_unlock(&q->sw_mutex);
+	kref_put(&q->ref, visock_qp_free);
+	return err;
+}
+
 static void visock_qp_ka_send_locked(struct visock_qp *q)
 {
 	if (q->state != VISOCK_QP_UP || !q->ctrl_mapped ||
@@ -974,6 +1079,9 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 	INIT_WORK(&q->reap_work, visock_qp_reap_work);
 	init_completion(&q->msg_done);
 	q->msg_cqe.done = visock_qp_msg_done;
+	mutex_init(&q->sw_mutex);
+	init_completion(&q->sw_done);
+	q->sw_cqe.done = visock_qp_sw_done;
 	xa_init_flags(&q->conns, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	q->net = net;
 	q->server = server;
@@ -988,6 +1096,47 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 	atomic64_set(&q->wc_err, 0);
 	atomic64_set(&q->rx_stale, 0);
 	return q;
+}
+
+/**
+ * visock_lgr_peer_up() - could a new connection to @peer join a QP now
+ * @net: namespace of the connection
+ * @peer: the peer's address (sockaddr_in or sockaddr_in6)
+ * @len: its length
+ *
+ * For the lazy start (visock/lazy-switch.rst): true if one of our QPs to
+ * @peer, set up by our side (client role), is up, confirmed and has room,
+ * so that a connection started on TCP can move to it later without
+ * creating one.  A hint: the QP may be gone by the time the connection
+ * switches, which then declines and stays on TCP.
+ *
+ * Context: process context, may sleep (takes the namespace's lgr_lock).
+ */
+bool visock_lgr_peer_up(struct net *net, const struct sockaddr *peer,
+			int len)
+{
+	struct visock_net *vn = visock_net(net);
+	union ib_gid peer_addr;
+	struct visock_qp *q;
+	bool up = false;
+
+	if (len < (int)sizeof(struct sockaddr_in) ||
+	    (peer->sa_family == AF_INET6 &&
+	     len < (int)sizeof(struct sockaddr_in6)) ||
+	    visock_sa_to_gid(peer, &peer_addr))
+		return false;
+	mutex_lock(&vn->lgr_lock);
+	list_for_each_entry(q, &vn->qps, net_node) {
+		if (q->server || !READ_ONCE(q->confirmed) ||
+		    memcmp(&q->peer_addr, &peer_addr, sizeof(peer_addr)))
+			continue;
+		if (visock_qp_has_room(q) && !visock_qp_retire_full(q)) {
+			up = true;
+			break;
+		}
+	}
+	mutex_unlock(&vn->lgr_lock);
+	return up;
 }
 
 /*

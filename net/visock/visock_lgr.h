@@ -169,6 +169,10 @@ struct visock_qp_rx {
  *	while the QP is up and not dead, holding a reference
  * @ka_cqe: completion handler of the keepalive; a failure breaks the QP
  * @ka_busy: a keepalive is outstanding (slot 1 of index 0 is in use)
+ * @sw_mutex: one switch decline at a time (slot 2 of index 0); taken
+ *	outside @lock
+ * @sw_cqe: completion handler of a switch decline
+ * @sw_done: completed by it
  * @conns: token index -> struct visock_link, or a value entry for a
  *	reserved index; its lock is held while a receive is dispatched
  * @next_idx: cyclic allocation hint for @conns
@@ -240,6 +244,10 @@ struct visock_qp {
 	struct delayed_work ka_work;
 	struct ib_cqe ka_cqe;
 	bool ka_busy;
+	/* One switch decline at a time; outside @lock */
+	struct mutex sw_mutex;
+	struct ib_cqe sw_cqe;
+	struct completion sw_done;
 
 	struct xarray conns;
 	u32 next_idx;

@@ -209,6 +209,34 @@ void visock_link_local_params(const struct visock_link *l,
 }
 
 /**
+ * visock_link_peer_params() - describe the peer's end of a shared QP
+ * @l: a link on a QP that is up
+ * @m: message to fill in
+ *
+ * For a lazy connection's switch (visock_lazy.c), whose reply carries
+ * only the peer's ring and token: sets @m's GID, QPN, PSN, MTU and LINK
+ * as the peer's REP would have, from what the QP knows of the peer, so
+ * that visock_link_connect() accepts @m once RBUF and TOKEN are added.
+ *
+ * Context: any context.
+ */
+void visock_link_peer_params(const struct visock_link *l,
+			     struct visock_hs_msg *m)
+{
+	const struct visock_qp *q = l->qp;
+
+	memcpy(m->gid, q->peer_gid.raw, sizeof(m->gid));
+	m->qpn = q->peer_qpn;
+	m->psn = 0;
+	m->mtu = q->mtu;
+	m->lgr_id = q->peer_qpn;
+	m->link_id = q->peer_qpn;
+	m->present |= VISOCK_HSF(VISOCK_TLV_GID) | VISOCK_HSF(VISOCK_TLV_QPN) |
+		      VISOCK_HSF(VISOCK_TLV_PSN) | VISOCK_HSF(VISOCK_TLV_MTU) |
+		      VISOCK_HSF(VISOCK_TLV_LINK);
+}
+
+/**
  * visock_link_confirmed() - the connection's handshake succeeded
  * @l: the link
  *
@@ -357,6 +385,29 @@ static int visock_link_register(struct visock_link *l)
 		l->sbuf->registered = true;
 	l->rbuf->registered = true;
 	return 0;
+}
+
+/**
+ * visock_link_register_rx() - register the receive ring of a new link now
+ * @l: a link fresh from visock_link_create() on a QP that is up
+ *
+ * A lazy connection's client (visock_lazy.c) names its ring in the
+ * SWITCH, and the server writes into it as soon as it answers, before
+ * visock_link_connect() would register it: register it first.
+ *
+ * Context: process context, may sleep.
+ * Return: 0, -ENODEV if the QP is dead, -ETIMEDOUT or -EIO as
+ * visock_link_connect().
+ */
+int visock_link_register_rx(struct visock_link *l)
+{
+	struct visock_qp *q = l->qp;
+	int err;
+
+	mutex_lock(&q->lock);
+	err = q->dead ? -ENODEV : visock_link_register(l);
+	mutex_unlock(&q->lock);
+	return err;
 }
 
 /*
@@ -752,7 +803,8 @@ u32 visock_link_peer_rbuf_size(const struct visock_link *l)
  */
 void *visock_link_sbuf(const struct visock_link *l)
 {
-	return l->sbuf->kaddr;
+	/* A lazy client's link has none until the switch reply. */
+	return l->sbuf ? l->sbuf->kaddr : NULL;
 }
 
 /**

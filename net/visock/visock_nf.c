@@ -189,6 +189,9 @@ static void visock_nf_mark_syn(const struct request_sock *req, bool echoed,
 		return;
 	flags = &opts[off + 5];
 	*flags &= VISOCK_TCPOPT_F_PEER_MASK;
+	/* The client's lazy bits stay only if the SYN-ACK echoed them. */
+	if (!echoed || !(opt->flags & VISOCK_TCPOPT_F_LAZY))
+		*flags &= ~(VISOCK_TCPOPT_F_LAZY | VISOCK_TCPOPT_LAZY_MASK);
 	if (echoed) {
 		*flags |= VISOCK_SAVED_F_ECHOED;
 		if (opt->flags & VISOCK_TCPOPT_F_RDMA)

@@ -175,6 +175,14 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	seq_printf(seq, "lgr_qps_retired %lld\n",
 		   (long long)atomic64_read(&vn->lgr_retired));
 	seq_printf(seq, "lgr_stale_dropped %llu\n", g.lgr_stale);
+	seq_printf(seq, "lazy_started %lld\n",
+		   (long long)atomic64_read(&vn->lazy_started));
+	seq_printf(seq, "lazy_switches %lld\n",
+		   (long long)atomic64_read(&vn->switches));
+	seq_printf(seq, "lazy_switch_declined %lld\n",
+		   (long long)atomic64_read(&vn->switch_declined));
+	seq_printf(seq, "lazy_switch_reset %lld\n",
+		   (long long)atomic64_read(&vn->switch_reset));
 	return 0;
 }
 

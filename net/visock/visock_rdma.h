@@ -139,6 +139,10 @@ static inline bool visock_dp_alive(u8 state)
  *	(@tx_written as a 64-bit position)
  * @fo_shut_sent: TCP's write side was shut down after the last byte
  * @failovers: 1 once the connection failed over (for VISOCK_INFO)
+ * @sw_pending: a lazy connection's client waits for the switch reply:
+ *	the peer's ring and token are not known yet, nothing is sent
+ * @sw_reply_in: the reply arrived, in @sw_reply (visock_lazy.c)
+ * @sw_reply: the reply as received
  * @tx_cqe: completion handler of RDMA WRITEs (visock_tx_done())
  * @ctrl_cqe: completion handler of cursor messages (visock_tx_ctrl_done())
  */
@@ -212,6 +216,10 @@ struct visock_dp {
 	bool fo_shut_sent;
 	u8 failovers;
 
+	bool sw_pending;
+	bool sw_reply_in;
+	u8 sw_reply[VISOCK_CDC_LEN];
+
 	struct ib_cqe tx_cqe;
 	struct ib_cqe ctrl_cqe;
 };
@@ -254,6 +262,9 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake);
 void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
 			    unsigned int *wake);
 void visock_cdc_note_quiet(struct visock_dp *dp, const u8 *buf, u32 len);
+int visock_cdc_send_swrep_locked(struct visock_dp *dp,
+				 const struct visock_swrep *m);
+void visock_lazy_reply_locked(struct visock_dp *dp, const u8 *buf, u32 len);
 __poll_t visock_rdma_poll(struct visock_sock *vsk);
 int visock_rdma_ioctl(struct visock_sock *vsk, unsigned int cmd,
 		      unsigned long arg);

@@ -131,7 +131,10 @@ void visock_rx_event(void *ctx, const struct visock_rx_ev *ev)
 		visock_rx_data_locked(dp, ev->imm, &wake);
 		break;
 	case VISOCK_RX_CTRL:
-		visock_cdc_recv_locked(dp, ev->msg, ev->len, &wake);
+		if (ev->len && ev->msg[0] == VISOCK_SWREP_TYPE)
+			visock_lazy_reply_locked(dp, ev->msg, ev->len);
+		else
+			visock_cdc_recv_locked(dp, ev->msg, ev->len, &wake);
 		break;
 	default:
 		visock_dp_link_failed_locked(dp, "receive failed", ev->status,

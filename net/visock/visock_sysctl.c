@@ -22,6 +22,7 @@ static const int visock_lgr_links_max = 64;
 static const int visock_lgr_conns_max = VISOCK_LGR_CONNS_MAX;
 static const int visock_lgr_idle_max = 3600000;
 static const int visock_lgr_mem_max = 1 << 20;	/* MiB: 1 TiB */
+static const int visock_lazy_max = VISOCK_LAZY_MAX;
 
 static struct ctl_table visock_sysctl_template[] = {
 	{
@@ -114,6 +115,20 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= (void *)&visock_lgr_idle_max,
 	},
+	{
+		/*
+		 * lazy start: new connections to a peer with a link group
+		 * start on TCP and move to RDMA after this many bytes one
+		 * way (rounded down to a power of two; below 1024: off)
+		 */
+		.procname	= "lazy_bytes",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= (void *)&visock_lazy_max,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -140,6 +155,7 @@ int visock_sysctl_net_init(struct net *net)
 	vn->lgr_idle_ms = VISOCK_LGR_IDLE_MS_DEFAULT;
 	vn->lgr_mem_max_mb = VISOCK_LGR_MEM_MAX_MB_DEFAULT;
 	vn->lgr_keepalive_ms = VISOCK_LGR_KEEPALIVE_MS_DEFAULT;
+	vn->lazy_bytes = 0;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -154,6 +170,7 @@ int visock_sysctl_net_init(struct net *net)
 	table[6].data = &vn->lgr_idle_ms;
 	table[7].data = &vn->lgr_mem_max_mb;
 	table[8].data = &vn->lgr_keepalive_ms;
+	table[9].data = &vn->lazy_bytes;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);

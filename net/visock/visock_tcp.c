@@ -52,6 +52,10 @@ static void visock_tcp_data_ready(struct sock *tsk)
 			visock_listen_kick(vsk);
 		else if (READ_ONCE(vsk->mode) == VISOCK_MODE_HANDSHAKE)
 			visock_hs_kick(vsk);
+		else if (test_bit(VISOCK_F_LAZY, &vsk->flags) &&
+			 (READ_ONCE(vsk->mode) != VISOCK_MODE_RDMA ||
+			  visock_lazy_rx_pending(vsk)))
+			visock_lazy_tcp_event(vsk);
 		else if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
 			visock_rdma_tcp_event(vsk);
 		else
@@ -366,6 +370,8 @@ bool visock_tcp_syn_opt(struct sock *tsk, struct visock_synopt *opt)
 	vsk = visock_tcp_owner(tsk);
 	if (vsk && !test_bit(VISOCK_F_POLICY_TCP, &vsk->flags) &&
 	    visock_local_synopt(sock_net(tsk), opt)) {
+		if (opt->flags & VISOCK_TCPOPT_F_RDMA)
+			opt->flags |= visock_tcpopt_lazy_flags(READ_ONCE(vsk->lazy_bytes));
 		vsk->local_opt = *opt;
 		set_bit(VISOCK_F_SYN_OPT, &vsk->flags);
 		ret = true;
@@ -380,6 +386,10 @@ bool visock_tcp_syn_opt(struct sock *tsk, struct visock_synopt *opt)
  * @peer: option found in the client's SYN
  * @opt: filled with the option to add
  *
+ * A lazy start the client proposed is echoed as proposed if both sides
+ * have a device and the visock listener took lazy starts when it started
+ * listening.
+ *
  * Context: netfilter LOCAL_OUT hook.
  * Return: true if @listener is the internal socket of a visock listener
  * in a namespace with visock enabled and @peer speaks a version we can
@@ -389,9 +399,23 @@ bool visock_tcp_synack_opt(struct sock *listener,
 			   const struct visock_synopt *peer,
 			   struct visock_synopt *opt)
 {
+	struct visock_sock *lvsk;
+
 	if (!visock_is_internal_tcp(listener) || !peer->version)
 		return false;
-	return visock_local_synopt(sock_net(listener), opt);
+	if (!visock_local_synopt(sock_net(listener), opt))
+		return false;
+	if (!(opt->flags & VISOCK_TCPOPT_F_RDMA) ||
+	    !(peer->flags & VISOCK_TCPOPT_F_RDMA) ||
+	    !visock_tcpopt_lazy_bytes(peer->flags))
+		return true;
+	read_lock_bh(&listener->sk_callback_lock);
+	lvsk = visock_tcp_owner(listener);
+	if (lvsk && READ_ONCE(lvsk->lazy_bytes))
+		opt->flags |= peer->flags & (VISOCK_TCPOPT_F_LAZY |
+					     VISOCK_TCPOPT_LAZY_MASK);
+	read_unlock_bh(&listener->sk_callback_lock);
+	return true;
 }
 
 /**
@@ -420,4 +444,45 @@ void visock_tcp_peer_opt(struct sock *tsk, const struct visock_synopt *opt)
 		set_bit(VISOCK_F_PEER_OPT, &vsk->flags);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
+}
+
+/**
+ * visock_tcp_peek_at() - copy received bytes from inside TCP's queue
+ * @tcp: the internal TCP socket
+ * @off: offset of the first byte to copy from the next byte the
+ *	application would read
+ * @buf: destination
+ * @len: bytes wanted
+ *
+ * Reads what the peer sent beyond bytes the application has not read
+ * yet, leaving the queue as it is (a lazy connection's SWITCH message,
+ * visock_lazy.c).  Only the in-order receive queue is looked at.
+ *
+ * Context: process context, may sleep (takes the TCP socket's lock).
+ * Return: bytes copied, from 0 (nothing at @off yet) to @len.
+ */
+int visock_tcp_peek_at(struct socket *tcp, u32 off, u8 *buf, u32 len)
+{
+	struct sock *tsk = tcp->sk;
+	struct sk_buff *skb;
+	u32 seq, got = 0;
+
+	lock_sock(tsk);
+	seq = tcp_sk(tsk)->copied_seq + off;
+	skb_queue_walk(&tsk->sk_receive_queue, skb) {
+		u32 start = TCP_SKB_CB(skb)->seq;
+		u32 end = start + skb->len;
+		u32 at = seq + got, n;
+
+		if (got == len)
+			break;
+		if (before(at, start) || !before(at, end))
+			continue;
+		n = min(len - got, end - at);
+		if (skb_copy_bits(skb, at - start, buf + got, n))
+			break;
+		got += n;
+	}
+	release_sock(tsk);
+	return got;
 }

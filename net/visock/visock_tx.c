@@ -105,7 +105,8 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 		visock_fo_kick(dp);
 		return;
 	}
-	if (dp->state != VISOCK_DP_LIVE)
+	/* A lazy client's data path sends nothing before the reply. */
+	if (dp->state != VISOCK_DP_LIVE || dp->sw_pending)
 		return;
 	while ((unsent = visock_dp_unsent(dp))) {
 		/* The immediate data counts up to VISOCK_IMM_LEN_MAX bytes. */

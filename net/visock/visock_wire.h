@@ -91,9 +91,10 @@ enum visock_hs_type {
 	VISOCK_HS_CONFIRM = 3,	/* client -> server: ready to switch */
 	VISOCK_HS_DECLINE = 4,	/* either way, at any step */
 	/*
-	 * Lazy connections: the initiator's move to RDMA, in its stream
-	 * right after byte L - 1 (visock/lazy-switch.rst); answered by a
-	 * switch reply on the queue pair it names
+	 * Lazy connections: the client's move to RDMA, in its stream
+	 * right after byte L - 1 (visock/lazy-switch.rst), with the TLVs
+	 * of a REQ that joins an existing QP; answered by a switch reply
+	 * on that QP
 	 */
 	VISOCK_HS_SWITCH = 5,
 };

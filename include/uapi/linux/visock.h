@@ -139,6 +139,7 @@ struct visock_info {
 #define VISOCK_INFO_F_PEER_OPT	0x2	/* the peer's announced visock */
 #define VISOCK_INFO_F_LINK_UP	0x4	/* RDMA queue pair is connected (RTS) */
 #define VISOCK_INFO_F_FAILOVER	0x8	/* the RDMA link failed: now over TCP */
+#define VISOCK_INFO_F_LAZY	0x10	/* both ends agreed on a lazy start */
 
 /**
  * enum visock_mode - transport a visock connection is using

@@ -186,6 +186,18 @@ static void ctl_peek_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN - 1, &type,
 					      &val), -EBADMSG);
 
+	/* A switch reply goes to the connection its token names. */
+	{
+		struct visock_swrep r = { .token = 0x12346002, .reason = 9 };
+
+		KUNIT_ASSERT_EQ(test, visock_swrep_encode(&r, buf, sizeof(buf)),
+				VISOCK_CDC_LEN);
+		KUNIT_ASSERT_EQ(test, visock_ctl_peek(buf, VISOCK_CDC_LEN,
+						      &type, &val), 0);
+		KUNIT_EXPECT_EQ(test, type, VISOCK_SWREP_TYPE);
+		KUNIT_EXPECT_EQ(test, val, 0x12346002U);
+	}
+
 	KUNIT_EXPECT_EQ(test, visock_link_msg_encode(VISOCK_LINK_MSG_DELETE,
 						     buf, VISOCK_CDC_LEN - 1),
 			-ENOSPC);

@@ -31,8 +31,7 @@ static const u32 required[] = {
 	HSF_SETUP,				/* REP */
 	VISOCK_HSF(VISOCK_TLV_TOKEN),		/* CONFIRM */
 	VISOCK_HSF(VISOCK_TLV_REASON),		/* DECLINE */
-	VISOCK_HSF(VISOCK_TLV_TOKEN) | VISOCK_HSF(VISOCK_TLV_RBUF) |
-	VISOCK_HSF(VISOCK_TLV_LINK),		/* SWITCH */
+	HSF_SETUP,				/* SWITCH */
 };
 
 /* ------------------------------------------------------------------ */
@@ -292,7 +291,7 @@ static const struct rt_case rt_cases[] = {
 	{ "REP", VISOCK_HS_REP, 1, 0, 101 },
 	{ "CONFIRM", VISOCK_HS_CONFIRM, 1, 0, 16 },
 	{ "DECLINE", VISOCK_HS_DECLINE, 1, 0, 16 },
-	{ "SWITCH", VISOCK_HS_SWITCH, 1, 0, 48 },
+	{ "SWITCH", VISOCK_HS_SWITCH, 1, 0, 101 },
 	{ "REQ_all_tlvs", VISOCK_HS_REQ, 1, HSF_ALL, 109 },
 	{ "REP_version_255", VISOCK_HS_REP, 255, 0, 101 },
 	{ "CONFIRM_with_link", VISOCK_HS_CONFIRM, 1,
@@ -1235,7 +1234,7 @@ static void visock_hs_switch_test(struct kunit *test)
 		m.link_id = c[i].link_id;
 		m.token = c[i].token;
 		KUNIT_EXPECT_EQ_MSG(test, visock_hs_encode(&m, buf, sizeof(buf)),
-				    c[i].ok ? 48 : -EINVAL, "case %u", i);
+				    c[i].ok ? 101 : -EINVAL, "case %u", i);
 		hsb_msg(h, &m);
 		KUNIT_EXPECT_EQ_MSG(test,
 				    hs_decode_checked(test, h->b, h->len, &out),

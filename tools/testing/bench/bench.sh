@@ -34,6 +34,8 @@
 #   BENCH_CRR_MSG     CRR request and response size, bytes [64]
 #   BENCH_IB_ITERS    ib_send_bw -e messages [about BENCH_SECS x 10 MB]
 #   BENCH_RBUF        visock receive ring, net.visock.rbuf_default [1048576]
+#   BENCH_LAZY        visock lazy start threshold, net.visock.lazy_bytes
+#                     [4096; 0: every connection runs the handshake]
 #   BENCH_IBDEV       RDMA device [rxe0]
 #   BENCH_NETDEV      its net device, for SMC-R's pnet table [eth0]
 #   BENCH_GID_INDEX   perftest -x GID index [perftest's choice]
@@ -284,6 +286,7 @@ WARMUP=${BENCH_WARMUP:-100}
 PAR=${BENCH_PAR:-64}
 CRR_MSG=${BENCH_CRR_MSG:-64}
 RBUF=${BENCH_RBUF:-1048576}
+LAZY=${BENCH_LAZY:-4096}
 SYNC_TIMEOUT=${BENCH_SYNC_TIMEOUT:-600}
 IBDEV=${BENCH_IBDEV:-rxe0}
 EID=${BENCH_SMC_EID:-VISOCK-BENCH}
@@ -729,6 +732,10 @@ visock_ready() {
 		sysctl -qw net.visock.enable=1
 		sysctl -qw net.visock.rbuf_default="$RBUF"
 		say "visock receive rings: $(sysctl -n net.visock.rbuf_default) bytes"
+		if [ -e /proc/sys/net/visock/lazy_bytes ]; then
+			sysctl -qw net.visock.lazy_bytes="$LAZY"
+			say "visock lazy start: $(sysctl -n net.visock.lazy_bytes) bytes"
+		fi
 	fi
 	both_ok visock-setup "$why" || { note visock all "" "$WHY_BOTH"; return 1; }
 }

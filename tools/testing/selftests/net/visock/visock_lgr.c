@@ -115,9 +115,10 @@ static long long fb_report(const char *what, const long long *v0)
  */
 static const char *const saved_names[] = {
 	"lgr_max_links", "lgr_link_conns", "lgr_idle_ms", "lgr_mem_max_mb",
+	"lazy_bytes",
 };
 
-static long long saved_vals[ARRAY_SIZE(saved_names)] = { -1, -1, -1, -1 };
+static long long saved_vals[ARRAY_SIZE(saved_names)] = { -1, -1, -1, -1, -1 };
 
 static void save_sysctls(void)
 {
@@ -1328,6 +1329,237 @@ static void linger_retire(struct vt_ctx *c)
 	settle(c);
 }
 
+/* ---- lazy start and switch ---- */
+
+#define LAZY_L		4096	/* net.visock.lazy_bytes of these tests */
+#define LAZY_CRR	50	/* short connections of lazy_crr */
+
+/*
+ * Both hosts take lazy starts; the server's listener is made afterwards
+ * (a listener takes them if lazy_bytes was set when it started).  The
+ * client's keeper connection sets up the QP with the handshake and stays
+ * open: lazy starts need a QP that is up.  Returns the keeper.
+ */
+static int lazy_begin(struct vt_ctx *c, int *lfd, int *port)
+{
+	struct visock_info vi;
+	int keeper;
+
+	hu_need_rdma(c);
+	if (!vt_is_client(c))
+		fresh_group();
+	sysctl_set("lazy_bytes", LAZY_L);
+	vt_sync(c, "lazy_bytes set");
+	if (vt_is_client(c)) {
+		*lfd = -1;
+		*port = su_recv_port(c);
+		keeper = connect_rcvbuf(c, *port, 0);
+	} else {
+		*lfd = su_listen(VT_FAMILY_VISOCK, false, 64, SOCK_CLOEXEC);
+		su_send_port(c, *lfd);
+		keeper = su_accept(*lfd, SOCK_CLOEXEC);
+	}
+	hu_expect_rdma(keeper, "the keeper (handshake)", &vi);
+	vt_assert(!(vi.vi_flags & VISOCK_INFO_F_LAZY),
+		  "the keeper reports a lazy start without a QP up before it");
+	vt_sync(c, "keeper up");
+	return keeper;
+}
+
+static void lazy_end(struct vt_ctx *c, int lfd, int keeper)
+{
+	vt_sync(c, "lazy test done");
+	if (lfd >= 0)
+		close(lfd);
+	close(keeper);
+	sysctl_set("lazy_bytes", saved_vals[4] > 0 ? saved_vals[4] : 0);
+	settle(c);
+}
+
+/* A lazy connection that has not switched: TCP, no handshake. */
+static void lazy_expect_tcp(int fd, const char *what)
+{
+	struct visock_info vi;
+
+	hu_get_info(fd, &vi);
+	vt_assert(vi.vi_flags & VISOCK_INFO_F_LAZY,
+		  "%s: no lazy start (flags %#x, mode %u)", what, vi.vi_flags,
+		  vi.vi_mode);
+	vt_assert(vi.vi_mode == VISOCK_MODE_TCP &&
+		  vi.vi_fallback_reason == VISOCK_FB_NONE && !vi.vi_local_qpn,
+		  "%s: mode %u, fallback reason %u, QP %u: expected TCP without a QP",
+		  what, vi.vi_mode, vi.vi_fallback_reason, vi.vi_local_qpn);
+}
+
+/*
+ * Short connections (connect, 64 B request and response, close) to a
+ * peer with a QP up: none runs the handshake or touches the QP.
+ */
+static void lazy_crr(struct vt_ctx *c)
+{
+	long long started, switches, wrs, hs;
+	char req[64], rsp[64];
+	int lfd, port, keeper, fd, i, j;
+
+	keeper = lazy_begin(c, &lfd, &port);
+	started = hu_proc("lazy_started");
+	switches = hu_proc("lazy_switches");
+	wrs = hu_proc("rdma_wr_posted");
+	hs = hu_proc("handshakes_started");
+	for (i = 0; i < LAZY_CRR; i++) {
+		for (j = 0; j < (int)sizeof(req); j++)
+			req[j] = (char)(i * 7 + j);
+		if (vt_is_client(c)) {
+			struct sockaddr_storage ss;
+			socklen_t len = su_peer_addr(c, false, port, &ss);
+
+			fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+			vt_try(connect(fd, (struct sockaddr *)&ss, len),
+			       "connect");
+			lazy_expect_tcp(fd, "client");
+			su_write_all(fd, req, sizeof(req));
+			su_read_all(fd, rsp, sizeof(rsp));
+			for (j = 0; j < (int)sizeof(rsp); j++)
+				vt_assert(rsp[j] == (char)~req[j],
+					  "connection %d: response byte %d wrong",
+					  i, j);
+		} else {
+			fd = su_accept(lfd, SOCK_CLOEXEC);
+			lazy_expect_tcp(fd, "server");
+			su_read_all(fd, rsp, sizeof(rsp));
+			vt_assert(!memcmp(rsp, req, sizeof(req)),
+				  "connection %d: request wrong", i);
+			for (j = 0; j < (int)sizeof(rsp); j++)
+				rsp[j] = (char)~rsp[j];
+			su_write_all(fd, rsp, sizeof(rsp));
+			su_expect_eof(fd);
+		}
+		close(fd);
+	}
+	vt_diag("%d connections: lazy_started +%lld, lazy_switches +%lld",
+		LAZY_CRR, hu_proc("lazy_started") - started,
+		hu_proc("lazy_switches") - switches);
+	vt_diag("rdma_wr_posted +%lld, handshakes_started +%lld",
+		hu_proc("rdma_wr_posted") - wrs,
+		hu_proc("handshakes_started") - hs);
+	vt_assert(hu_proc("lazy_started") - started == LAZY_CRR,
+		  "lazy_started +%lld, expected %d",
+		  hu_proc("lazy_started") - started, LAZY_CRR);
+	vt_assert(hu_proc("lazy_switches") == switches &&
+		  hu_proc("handshakes_started") == hs &&
+		  hu_proc("rdma_wr_posted") == wrs,
+		  "short connections switched, ran the handshake or posted work requests");
+	vt_assert(hu_proc("lgr_connections") == 1,
+		  "lgr_connections %lld, expected the keeper only",
+		  hu_proc("lgr_connections"));
+	lazy_end(c, lfd, keeper);
+}
+
+/*
+ * A lazy connection moves 8 MiB each way (checksummed): the client's
+ * bytes past L move it to RDMA in the middle of both streams, with
+ * non-blocking sockets.
+ */
+static void lazy_switch(struct vt_ctx *c)
+{
+	long long switches, declined;
+	struct visock_info vi;
+	int lfd, port, keeper, fd;
+
+	keeper = lazy_begin(c, &lfd, &port);
+	switches = hu_proc("lazy_switches");
+	declined = hu_proc("lazy_switch_declined");
+	fd = vt_is_client(c) ? connect_rcvbuf(c, port, 0) :
+			       su_accept(lfd, SOCK_CLOEXEC);
+	lazy_expect_tcp(fd, vt_is_client(c) ? "client" : "server");
+	su_xfer(&fd, 1, 8192 * KiB, XFER_MS);
+	hu_get_info(fd, &vi);
+	vt_diag("after 8 MiB each way: mode %u, QP %u, lazy_switches +%lld",
+		vi.vi_mode, vi.vi_local_qpn,
+		hu_proc("lazy_switches") - switches);
+	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA && vi.vi_local_qpn &&
+		  (vi.vi_flags & VISOCK_INFO_F_LAZY),
+		  "mode %u, QP %u, flags %#x: expected a switched connection",
+		  vi.vi_mode, vi.vi_local_qpn, vi.vi_flags);
+	vt_assert(hu_proc("lazy_switches") - switches == 1 &&
+		  hu_proc("lazy_switch_declined") == declined,
+		  "lazy_switches +%lld, declined +%lld: expected 1 and 0",
+		  hu_proc("lazy_switches") - switches,
+		  hu_proc("lazy_switch_declined") - declined);
+	vt_assert(vi.vi_rdma_bytes_sent > 0 && vi.vi_rdma_bytes_rcvd > 0,
+		  "RDMA bytes sent %llu, received %llu: expected both",
+		  (unsigned long long)vi.vi_rdma_bytes_sent,
+		  (unsigned long long)vi.vi_rdma_bytes_rcvd);
+	close(fd);
+	lazy_end(c, lfd, keeper);
+}
+
+/*
+ * The server's end of the QP has no room for the switch: it declines
+ * from the QP's own slot and both ends stay on TCP, data intact.
+ */
+static void lazy_decline(struct vt_ctx *c)
+{
+	long long declined, reset;
+	int lfd, port, keeper, fd;
+
+	/* The server's QP end takes one connection: the keeper. */
+	if (!vt_is_client(c)) {
+		fresh_group();
+		sysctl_set("lgr_link_conns", 1);
+	}
+	keeper = lazy_begin(c, &lfd, &port);
+	declined = hu_proc("lazy_switch_declined");
+	reset = hu_proc("lazy_switch_reset");
+	fd = vt_is_client(c) ? connect_rcvbuf(c, port, 0) :
+			       su_accept(lfd, SOCK_CLOEXEC);
+	lazy_expect_tcp(fd, vt_is_client(c) ? "client" : "server");
+	su_xfer(&fd, 1, 1024 * KiB, XFER_MS);
+	lazy_expect_tcp(fd, "after the transfer");
+	vt_assert(hu_proc("lazy_switch_declined") - declined == 1 &&
+		  hu_proc("lazy_switch_reset") == reset,
+		  "lazy_switch_declined +%lld, reset +%lld: expected 1 and 0",
+		  hu_proc("lazy_switch_declined") - declined,
+		  hu_proc("lazy_switch_reset") - reset);
+	close(fd);
+	if (!vt_is_client(c))
+		sysctl_set("lgr_link_conns", saved_vals[1]);
+	lazy_end(c, lfd, keeper);
+}
+
+/*
+ * A client that writes exactly L bytes and shuts down never switches:
+ * the server reads the L bytes and the end of the stream (no SWITCH can
+ * follow), and its answer comes back over TCP.
+ */
+static void lazy_exact(struct vt_ctx *c)
+{
+	int lfd, port, keeper, fd, i, mine, theirs;
+	static char out[3 * LAZY_L], in[3 * LAZY_L];
+	long long switches;
+
+	keeper = lazy_begin(c, &lfd, &port);
+	switches = hu_proc("lazy_switches");
+	/* The client sends L bytes, the server 3 L: no SWITCH either way. */
+	mine = vt_is_client(c) ? LAZY_L : 3 * LAZY_L;
+	theirs = vt_is_client(c) ? 3 * LAZY_L : LAZY_L;
+	for (i = 0; i < 3 * LAZY_L; i++)
+		out[i] = (char)(i * 13 + 5);
+	fd = vt_is_client(c) ? connect_rcvbuf(c, port, 0) :
+			       su_accept(lfd, SOCK_CLOEXEC);
+	su_write_all(fd, out, mine);
+	vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+	su_read_all(fd, in, theirs);
+	su_expect_eof(fd);
+	vt_assert(!memcmp(in, out, theirs), "the peer's bytes differ");
+	lazy_expect_tcp(fd, "after the exchange");
+	vt_assert(hu_proc("lazy_switches") == switches,
+		  "lazy_switches +%lld, expected none",
+		  hu_proc("lazy_switches") - switches);
+	close(fd);
+	lazy_end(c, lfd, keeper);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1349,6 +1581,10 @@ static const struct vt_test tests[] = {
 	T(bad_credits, 120, "excess credits reset one connection"),
 	T(linger_drain, 300, "every way of ending frees the peer's ring at once"),
 	T(linger_retire, 300, "lingering connections cannot fill a link group"),
+	T(lazy_crr, 180, "lazy start: short connections never touch the QP"),
+	T(lazy_switch, 300, "lazy start: 8 MiB each way switch to RDMA midway"),
+	T(lazy_decline, 180, "lazy start: a declined switch stays on TCP, data intact"),
+	T(lazy_exact, 120, "lazy start: exactly L bytes and the end: no switch, no hang"),
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock: lazy start, and the switch of a connection from TCP to RDMA.
+ *
+ * A client that has a QP up to the peer proposes a lazy start with a
+ * threshold L in its SYN option; a listener that takes lazy starts echoes
+ * it (visock_tcp.c, visock_nf.c).  Such a connection skips the handshake:
+ * connect() and accept() return as over TCP, and the stream goes over
+ * the internal TCP socket (VISOCK_MODE_TCP with VISOCK_F_LAZY).  Short
+ * connections never touch the QP.
+ *
+ * When the client's application writes past byte L - 1 of its stream,
+ * the client joins an existing QP of its link group (a token, a ring,
+ * receive requests), writes a SWITCH message (a REQ's TLVs) to TCP right
+ * after byte L - 1 and waits for the reply, writing nothing meanwhile.
+ * The server finds the message in its TCP receive queue at byte L (L is
+ * agreed, so nothing else can stand there), without waiting for its
+ * application to read up to it; joins the QP it names, fixes its switch
+ * position P (the bytes it wrote to TCP) and answers with a switch reply
+ * on the QP (visock_wire.h): its token, its ring and P.  From then on the
+ * server writes over RDMA; its application reads TCP up to L, the SWITCH
+ * message is dropped, and then the ring.  The client, on the reply, reads
+ * TCP up to P and then the ring, and writes over RDMA.  Both are then
+ * VISOCK_MODE_RDMA connections like any other.
+ *
+ * A server that cannot join (QP gone or full, memory) declines from the
+ * QP's own slot (visock_lgr_switch_decline()): both stay on TCP for good,
+ * the SWITCH message dropped from the stream.  A reply that does not come
+ * within net.visock.handshake_timeout_ms of TCP's acknowledgment of the
+ * SWITCH, or a malformed message, resets the connection: neither side
+ * could go on safely.
+ *
+ * This version leaves to later (Documentation/networking/visock/
+ * lazy-switch.rst): a switch started by the server (a server's stream
+ * stays on TCP until the client writes past L); close() while the reply
+ * is outstanding (a reset, as are the other side's 1 s FIN grace after
+ * it); failover while bytes from before the switch are unread (a reset).
+ *
+ * Locking: the sw_* fields of struct visock_sock change under
+ * lock_sock().  TCP is read and written with non-blocking calls under
+ * lock_sock(), so the switch never waits behind a writer or reader that
+ * waits for the network; those wait on the visock socket without the
+ * lock, woken by TCP's callbacks (visock_tcp.c) and by the switch.
+ */
+#include <linux/jiffies.h>
+#include <linux/sched/signal.h>
+#include <linux/uio.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "visock.h"
+#include "visock_link.h"
+#include "visock_rdma.h"
+
+/* Where a lazy connection's reader stands (visock_lazy_rx_phase()). */
+enum visock_lazy_rx_phase {
+	VISOCK_LZ_TCP,		/* read the peer's bytes from TCP */
+	VISOCK_LZ_SKIP,		/* drop the peer's SWITCH message */
+	VISOCK_LZ_WAIT,		/* nothing to read until the switch settles */
+	VISOCK_LZ_RING,		/* switched: read the ring */
+};
+
+/**
+ * visock_lazy_start() - a lazy start was agreed: settle on TCP for now
+ * @vsk: socket whose TCP connection was just established
+ *
+ * Context: any (TCP's softirq callback on the client); does not sleep.
+ */
+void visock_lazy_start(struct visock_sock *vsk)
+{
+	bool server = vsk->listener;
+
+	vsk->sw_server = server;
+	WRITE_ONCE(vsk->sw_state, VISOCK_SW_NONE);
+	vsk->sw_tx_pos = 0;
+	vsk->sw_rx_pos = 0;
+	/* Only the client writes a SWITCH, right after its byte L - 1. */
+	vsk->sw_rx_end = server ? vsk->lazy_bytes : U64_MAX;
+	vsk->sw_skip = 0;
+	vsk->hs_state = VISOCK_HS_DONE;
+	atomic64_inc(&visock_net(sock_net(&vsk->sk))->lazy_started);
+	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
+	set_bit(VISOCK_F_LAZY, &vsk->flags);
+	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
+	set_bit(VISOCK_F_SETTLED, &vsk->flags);
+}
+
+static int visock_lazy_rx_phase(const struct visock_sock *vsk, u64 *room)
+{
+	u8 st = vsk->sw_state;
+
+	if (vsk->sw_rx_pos < vsk->sw_rx_end) {
+		/* The reply says how far the server's TCP bytes go. */
+		if (!vsk->sw_server && st == VISOCK_SW_WAIT)
+			return VISOCK_LZ_WAIT;
+		*room = vsk->sw_rx_end - vsk->sw_rx_pos;
+		return VISOCK_LZ_TCP;
+	}
+	if (st == VISOCK_SW_NONE || st == VISOCK_SW_WAIT)
+		return VISOCK_LZ_WAIT;
+	if (vsk->sw_skip)
+		return VISOCK_LZ_SKIP;
+	if (st == VISOCK_SW_DONE)
+		return VISOCK_LZ_RING;
+	*room = U64_MAX;	/* declined: TCP for good */
+	return VISOCK_LZ_TCP;
+}
+
+/**
+ * visock_lazy_rx_pending() - are bytes from before the switch unread
+ * @vsk: socket
+ *
+ * True for a switched lazy connection whose application has not read
+ * all the peer's bytes that came over TCP (or the SWITCH message is still
+ * in the stream): TCP must not be taken for a failover message yet.
+ *
+ * Context: any; a lockless snapshot (the answer only turns false once).
+ */
+bool visock_lazy_rx_pending(const struct visock_sock *vsk)
+{
+	return test_bit(VISOCK_F_LAZY, &vsk->flags) &&
+	       (READ_ONCE(vsk->sw_rx_pos) < READ_ONCE(vsk->sw_rx_end) ||
+		READ_ONCE(vsk->sw_skip));
+}
+
+/* Wake whoever waits for the connection: the switch moved on. */
+static void visock_lazy_wake(struct visock_sock *vsk)
+{
+	struct sock *sk = &vsk->sk;
+
+	sk->sk_state_change(sk);
+	sk->sk_write_space(sk);
+	sk->sk_data_ready(sk);
+}
+
+/* The stream cannot be trusted: reset, and never try again. */
+static void visock_lazy_fail(struct visock_sock *vsk, int err)
+{
+	atomic64_inc(&visock_net(sock_net(&vsk->sk))->switch_reset);
+	WRITE_ONCE(vsk->sw_state, VISOCK_SW_DECLINED);
+	WRITE_ONCE(vsk->sw_skip, 0);
+	WRITE_ONCE(vsk->sw_rx_end, U64_MAX);
+	visock_hs_abort(vsk, err);
+	visock_lazy_wake(vsk);
+}
+
+static void visock_lazy_declined(struct visock_sock *vsk)
+{
+	atomic64_inc(&visock_net(sock_net(&vsk->sk))->switch_declined);
+	WRITE_ONCE(vsk->sw_state, VISOCK_SW_DECLINED);
+	visock_lazy_wake(vsk);
+}
+
+static void visock_lazy_switched(struct visock_sock *vsk)
+{
+	atomic64_inc(&visock_net(sock_net(&vsk->sk))->switches);
+	WRITE_ONCE(vsk->sw_state, VISOCK_SW_DONE);
+	visock_hs_success(vsk);
+	visock_lazy_wake(vsk);
+}
+
+/*
+ * Client: start the switch.  Returns -EAGAIN while TCP has no room for
+ * the SWITCH message, < 0 if the connection was reset, else 0 (waiting
+ * for the reply, or declined locally: nothing was sent, both stay on TCP).
+ */
+static int visock_lazy_switch(struct visock_sock *vsk)
+{
+	struct visock_hs_msg m;
+	int err;
+
+	if (sk_stream_wspace(vsk->tcp->sk) < VISOCK_HS_MAX_LEN)
+		return -EAGAIN;
+	err = visock_hs_make_link(vsk, &m, VISOCK_HS_SWITCH, NULL);
+	/* Only onto a QP that is up: a new one would need the handshake. */
+	if (!err && !visock_link_reused(vsk->link))
+		err = -ENOLINK;
+	/* The server writes as soon as it answers. */
+	if (!err)
+		err = visock_link_register_rx(vsk->link);
+	if (!err)
+		err = visock_rdma_prepare(vsk);
+	if (err) {
+		visock_rdma_destroy_link(vsk);
+		visock_lazy_declined(vsk);
+		return 0;
+	}
+	spin_lock_bh(&vsk->dp->lock);
+	vsk->dp->sw_pending = true;
+	spin_unlock_bh(&vsk->dp->lock);
+	err = visock_hs_send(vsk, &m);
+	if (err) {
+		visock_lazy_fail(vsk, -err);
+		return err;
+	}
+	WRITE_ONCE(vsk->sw_state, VISOCK_SW_WAIT);
+	vsk->sw_seq = READ_ONCE(tcp_sk(vsk->tcp->sk)->write_seq);
+	vsk->sw_started = jiffies;
+	vsk->sw_deadline = jiffies +
+		msecs_to_jiffies(READ_ONCE(visock_net(sock_net(&vsk->sk))->hs_timeout_ms));
+	visock_hs_queue_at(vsk, vsk->sw_deadline);
+	return 0;
+}
+
+/**
+ * visock_lazy_reply_locked() - a switch reply arrived on the QP
+ * @dp: the client's data path state, waiting for it
+ * @buf: the message
+ * @len: its length
+ *
+ * Kept for visock_lazy_work(); a reply nobody waits for ends the
+ * connection.
+ *
+ * Context: softirq, under @dp->lock (visock_rx_event()).
+ */
+void visock_lazy_reply_locked(struct visock_dp *dp, const u8 *buf, u32 len)
+{
+	unsigned int wake = 0;
+
+	if (!dp->sw_pending || dp->sw_reply_in || len != VISOCK_CDC_LEN) {
+		visock_dp_fail_locked(dp, ECONNRESET, true,
+				      "unexpected switch reply", 0, &wake);
+		return;
+	}
+	memcpy(dp->sw_reply, buf, VISOCK_CDC_LEN);
+	dp->sw_reply_in = true;
+	visock_hs_kick(dp->vsk);
+}
+
+/* Client: the reply is in (or the time is up).  Under lock_sock(). */
+static void visock_lazy_cli_reply(struct visock_sock *vsk)
+{
+	struct visock_dp *dp = vsk->dp;
+	struct visock_hs_msg m = {};
+	u8 buf[VISOCK_CDC_LEN];
+	unsigned int wake = 0;
+	struct visock_swrep r;
+	bool in;
+	u64 pos;
+
+	spin_lock_bh(&dp->lock);
+	in = dp->sw_reply_in;
+	memcpy(buf, dp->sw_reply, sizeof(buf));
+	spin_unlock_bh(&dp->lock);
+	if (!in) {
+		unsigned long timeout = vsk->sw_deadline - vsk->sw_started;
+
+		/*
+		 * Until TCP saw the SWITCH acknowledged, the server is a
+		 * TCP receiver that does not read: wait as TCP would.
+		 */
+		if (time_after_eq(jiffies, vsk->sw_deadline) &&
+		    before(READ_ONCE(tcp_sk(vsk->tcp->sk)->snd_una),
+			   vsk->sw_seq)) {
+			vsk->sw_started = jiffies;
+			vsk->sw_deadline = jiffies + timeout;
+		}
+		if (time_after_eq(jiffies, vsk->sw_deadline))
+			visock_lazy_fail(vsk, ETIMEDOUT);
+		else
+			visock_hs_queue_at(vsk, vsk->sw_deadline);
+		return;
+	}
+	if (visock_swrep_decode(buf, sizeof(buf), &r) ||
+	    r.token != vsk->local_token) {
+		visock_lazy_fail(vsk, EPROTO);
+		return;
+	}
+	if (!(r.flags & VISOCK_SWREP_F_ACCEPT)) {
+		/* Nothing of ours is on the server's QP end: drop ours. */
+		visock_rdma_destroy_link(vsk);
+		visock_lazy_declined(vsk);
+		return;
+	}
+	/* The server's TCP bytes end at or after what we read of them. */
+	pos = visock_switch_pos(vsk->sw_rx_pos, r.pos);
+	if (pos - vsk->sw_rx_pos >= BIT_ULL(31) ||
+	    (r.flags & (VISOCK_SWREP_F_OWN_REQ | VISOCK_SWREP_F_DONE))) {
+		visock_lazy_fail(vsk, EPROTO);
+		return;
+	}
+	m.type = VISOCK_HS_REP;
+	m.version = VISOCK_HS_VERSION;
+	visock_link_peer_params(vsk->link, &m);
+	m.rbuf_addr = r.rbuf_addr;
+	m.rbuf_rkey = r.rbuf_rkey;
+	m.rbuf_size = visock_sizeclass_bytes(r.rbuf_class);
+	m.token = r.rtoken;
+	m.present |= VISOCK_HSF(VISOCK_TLV_RBUF) | VISOCK_HSF(VISOCK_TLV_TOKEN);
+	visock_hs_note_peer(vsk, &m);
+	if (visock_link_connect(vsk->link, &m)) {
+		/* The server writes already: we cannot take it. */
+		visock_lazy_fail(vsk, ECONNRESET);
+		return;
+	}
+	spin_lock_bh(&dp->lock);
+	dp->tx_size = visock_link_peer_rbuf_size(vsk->link);
+	dp->sbuf = visock_link_sbuf(vsk->link);
+	dp->peer_token = vsk->peer_token;
+	dp->sw_pending = false;
+	visock_tx_push_locked(dp, &wake);
+	spin_unlock_bh(&dp->lock);
+	visock_dp_wake(dp, wake);
+	WRITE_ONCE(vsk->sw_rx_end, pos);
+	visock_lazy_switched(vsk);
+}
+
+/* Server: is the client's SWITCH in?  Under lock_sock(). */
+static void visock_lazy_srv_switch(struct visock_sock *vsk)
+{
+	struct net *net = sock_net(&vsk->sk);
+	struct visock_hs_msg sw, m;
+	u8 buf[VISOCK_HS_MAX_LEN];
+	struct visock_swrep r = {};
+	u32 off;
+	int n, len, err;
+
+	/* The SWITCH stands at the client's byte L. */
+	off = vsk->lazy_bytes - vsk->sw_rx_pos;
+	n = visock_tcp_peek_at(vsk->tcp, off, buf, VISOCK_HS_HDR_LEN);
+	if (n < VISOCK_HS_HDR_LEN)
+		return;
+	len = visock_hs_msg_len(buf, n);
+	if (len < 0) {
+		visock_lazy_fail(vsk, EPROTO);
+		return;
+	}
+	if (visock_tcp_peek_at(vsk->tcp, off, buf, len) < len)
+		return;
+	if (visock_hs_decode(buf, len, &sw) || sw.type != VISOCK_HS_SWITCH) {
+		visock_lazy_fail(vsk, EPROTO);
+		return;
+	}
+	WRITE_ONCE(vsk->sw_skip, len);
+	visock_hs_note_peer(vsk, &sw);
+	/* A server that shut its sending side has nothing to switch. */
+	err = vsk->tcp->sk->sk_shutdown & SEND_SHUTDOWN ? -ESHUTDOWN : 0;
+	if (!err)
+		err = visock_hs_make_link(vsk, &m, VISOCK_HS_REP, &sw);
+	if (!err)
+		err = visock_link_connect(vsk->link, &sw);
+	if (!err)
+		err = visock_rdma_prepare(vsk);
+	if (err) {
+		visock_rdma_destroy_link(vsk);
+		if (visock_lgr_switch_decline(net, &sw,
+					      err == -ESHUTDOWN ?
+					      VISOCK_FB_PEER_DECLINE :
+					      visock_hs_link_reason(err))) {
+			/* The client cannot learn it: it times out too. */
+			visock_lazy_fail(vsk, ECONNRESET);
+			return;
+		}
+		visock_lazy_declined(vsk);
+		return;
+	}
+	r.token = sw.token;
+	r.flags = VISOCK_SWREP_F_ACCEPT;
+	r.rbuf_class = visock_sizeclass_for(m.rbuf_size);
+	r.rtoken = vsk->local_token;
+	r.rbuf_addr = m.rbuf_addr;
+	r.rbuf_rkey = m.rbuf_rkey;
+	/* Our TCP bytes end here: every later one goes over RDMA. */
+	r.pos = (u32)vsk->sw_tx_pos;
+	spin_lock_bh(&vsk->dp->lock);
+	err = visock_cdc_send_swrep_locked(vsk->dp, &r);
+	spin_unlock_bh(&vsk->dp->lock);
+	if (err) {
+		visock_lazy_fail(vsk, ECONNRESET);
+		return;
+	}
+	visock_lazy_switched(vsk);
+}
+
+/**
+ * visock_lazy_work() - the switch's part of the handshake work
+ * @vsk: a lazy connection
+ *
+ * Context: process context (visock_wq), under lock_sock(@vsk).
+ */
+void visock_lazy_work(struct visock_sock *vsk)
+{
+	if (vsk->sw_server && vsk->sw_state == VISOCK_SW_NONE)
+		visock_lazy_srv_switch(vsk);
+	else if (!vsk->sw_server && vsk->sw_state == VISOCK_SW_WAIT)
+		visock_lazy_cli_reply(vsk);
+}
+
+/**
+ * visock_lazy_tcp_event() - TCP has news for a lazy connection
+ * @vsk: a lazy connection in TCP mode, or switched with bytes from
+ *	before the switch unread
+ *
+ * Wakes readers; on the server, looks for the client's SWITCH once bytes
+ * beyond its byte L - 1 are in.
+ *
+ * Context: TCP's data_ready callback (softirq or process context).
+ */
+void visock_lazy_tcp_event(struct visock_sock *vsk)
+{
+	struct tcp_sock *tp = tcp_sk(vsk->tcp->sk);
+
+	if (vsk->sw_server && READ_ONCE(vsk->sw_state) == VISOCK_SW_NONE &&
+	    (u32)(READ_ONCE(tp->rcv_nxt) - READ_ONCE(tp->copied_seq)) >
+	    vsk->lazy_bytes - READ_ONCE(vsk->sw_rx_pos))
+		visock_hs_kick(vsk);
+	vsk->sk.sk_data_ready(&vsk->sk);
+}
+
+/* Run @op on TCP with @msg's iterator cut to @len bytes. */
+static int visock_lazy_tcp_io(struct visock_sock *vsk, struct msghdr *msg,
+			      size_t len, int flags, bool tx)
+{
+	size_t left = iov_iter_count(&msg->msg_iter);
+	unsigned int saved = msg->msg_flags;
+	int ret;
+
+	len = min(len, left);
+	iov_iter_truncate(&msg->msg_iter, len);
+	visock_tcp_sync_opts(vsk);
+	if (tx) {
+		msg->msg_flags |= MSG_DONTWAIT;
+		ret = vsk->tcp->ops->sendmsg(vsk->tcp, msg, len);
+		msg->msg_flags = saved;
+	} else {
+		ret = vsk->tcp->ops->recvmsg(vsk->tcp, msg, len,
+					     (flags & ~MSG_WAITALL) |
+					     MSG_DONTWAIT);
+	}
+	iov_iter_reexpand(&msg->msg_iter, left - (ret > 0 ? ret : 0));
+	visock_tcp_consume_err(vsk, ret);
+	return ret;
+}
+
+/* Drop what is left of the peer's SWITCH message from TCP. */
+static int visock_lazy_skip(struct visock_sock *vsk)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+	u8 buf[VISOCK_HS_MAX_LEN];
+	struct kvec iov = { .iov_base = buf, .iov_len = vsk->sw_skip };
+	int ret;
+
+	ret = kernel_recvmsg(vsk->tcp, &msg, &iov, 1, vsk->sw_skip,
+			     MSG_DONTWAIT);
+	if (ret > 0)
+		WRITE_ONCE(vsk->sw_skip, vsk->sw_skip - ret);
+	return ret;
+}
+
+/*
+ * A server waiting at byte L for a SWITCH that cannot come any more: the
+ * client ended its stream at exactly L bytes.
+ */
+static bool visock_lazy_rx_eof(struct visock_sock *vsk)
+{
+	struct sock *tsk = vsk->tcp->sk;
+	struct tcp_sock *tp = tcp_sk(tsk);
+
+	/* Nothing but the FIN (one sequence number) left unread. */
+	return vsk->sw_server && vsk->sw_state == VISOCK_SW_NONE &&
+	       (READ_ONCE(tsk->sk_shutdown) & RCV_SHUTDOWN) &&
+	       (u32)(READ_ONCE(tp->rcv_nxt) - READ_ONCE(tp->copied_seq)) <= 1;
+}
+
+/* The error that ends a wait, consumed, or 0. */
+static int visock_lazy_err(struct visock_sock *vsk)
+{
+	int err = sock_error(&vsk->sk);
+
+	return err ? err : -READ_ONCE(vsk->tcp->sk->sk_err);
+}
+
+/* Can a reader go on?  Under lock_sock() (sk_wait_event() drops it). */
+static bool visock_lazy_rx_ready(struct visock_sock *vsk)
+{
+	struct sock *tsk = vsk->tcp->sk;
+	u64 room;
+
+	if (READ_ONCE(vsk->sk.sk_err) || READ_ONCE(tsk->sk_err))
+		return true;
+	switch (visock_lazy_rx_phase(vsk, &room)) {
+	case VISOCK_LZ_WAIT:
+		return visock_lazy_rx_eof(vsk);
+	case VISOCK_LZ_RING:
+		return true;
+	default:
+		return !skb_queue_empty_lockless(&tsk->sk_receive_queue) ||
+		       (READ_ONCE(tsk->sk_shutdown) & RCV_SHUTDOWN);
+	}
+}
+
+/**
+ * visock_lazy_recvmsg() - recvmsg() of a lazy connection
+ * @vsk: socket with VISOCK_F_LAZY
+ * @msg: destination
+ * @len: bytes wanted
+ * @flags: recvmsg() flags
+ *
+ * Reads the peer's bytes that come over TCP (never past where its TCP
+ * bytes end), drops its SWITCH message, and then reads the ring.
+ *
+ * Context: process context.
+ * Return: bytes read, 0 at the end of the stream, or a negative errno.
+ */
+int visock_lazy_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
+			size_t len, int flags)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = &vsk->sk;
+	long timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
+	size_t target = flags & MSG_WAITALL ? len : 1;
+	size_t copied = 0;
+	bool ring = false;
+	int ret = 0, ph;
+	u64 room = 0;
+
+	lock_sock(sk);
+	while (copied < len) {
+		ph = visock_lazy_rx_phase(vsk, &room);
+		if (ph == VISOCK_LZ_RING) {
+			ring = true;
+			/* Bytes on TCP now can only be a failover message. */
+			if (!skb_queue_empty_lockless(&vsk->tcp->sk->sk_receive_queue) &&
+			    vsk->dp)
+				visock_fo_kick(vsk->dp);
+			break;
+		}
+		if (ph == VISOCK_LZ_SKIP) {
+			ret = visock_lazy_skip(vsk);
+			if (ret > 0)
+				continue;
+		} else if (ph == VISOCK_LZ_TCP) {
+			ret = visock_lazy_tcp_io(vsk, msg,
+						 min_t(u64, len - copied, room),
+						 flags, false);
+			if (ret > 0) {
+				copied += ret;
+				if (flags & MSG_PEEK)
+					break;
+				WRITE_ONCE(vsk->sw_rx_pos, vsk->sw_rx_pos + ret);
+				VISOCK_STAT_ADD(sk, tcp_bytes_rcvd, ret);
+				continue;
+			}
+		} else if (visock_lazy_rx_eof(vsk)) {
+			ret = 0;
+		} else {
+			ret = visock_lazy_err(vsk);
+			if (!ret)
+				ret = -EAGAIN;
+		}
+		if (ret == 0 || (ret < 0 && ret != -EAGAIN))
+			break;		/* end of the stream, or an error */
+		if (copied >= target)
+			break;
+		if (!timeo) {
+			ret = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			ret = sock_intr_errno(timeo);
+			break;
+		}
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, &timeo, visock_lazy_rx_ready(vsk), &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+		ret = 0;
+	}
+	release_sock(sk);
+	if (ring && copied < target) {
+		ret = visock_rx_recvmsg(vsk, msg, len - copied, flags);
+		if (ret > 0)
+			copied += ret;
+	}
+	return copied ? copied : ret;
+}
+
+/* Can a writer go on?  Under lock_sock() (sk_wait_event() drops it). */
+static bool visock_lazy_tx_ready(struct visock_sock *vsk)
+{
+	struct sock *tsk = vsk->tcp->sk;
+
+	if (READ_ONCE(vsk->sk.sk_err) || READ_ONCE(tsk->sk_err) ||
+	    (READ_ONCE(tsk->sk_shutdown) & SEND_SHUTDOWN) ||
+	    READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+		return true;
+	if (vsk->sw_state == VISOCK_SW_WAIT)
+		return false;
+	return sk_stream_wspace(tsk) >= (int)VISOCK_HS_MAX_LEN;
+}
+
+/**
+ * visock_lazy_sendmsg() - sendmsg() of a lazy connection
+ * @vsk: socket with VISOCK_F_LAZY
+ * @msg: the bytes
+ * @len: their number
+ *
+ * Writes to TCP; the client starts the switch when its bytes go past
+ * L - 1 and goes on over RDMA once switched.
+ *
+ * Context: process context.
+ * Return: bytes written, or a negative errno.
+ */
+int visock_lazy_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
+			size_t len)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = &vsk->sk;
+	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
+	size_t sent = 0, chunk;
+	int ret = 0;
+
+	lock_sock(sk);
+	while (sent < len) {
+		if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA) {
+			release_sock(sk);
+			ret = visock_tx_sendmsg(vsk, msg, len - sent);
+			if (ret > 0)
+				sent += ret;
+			return sent ? sent : ret;
+		}
+		ret = 0;
+		if (vsk->sw_state == VISOCK_SW_WAIT) {
+			ret = visock_lazy_err(vsk);
+			if (!ret && (READ_ONCE(vsk->tcp->sk->sk_shutdown) &
+				     SEND_SHUTDOWN))
+				ret = -EPIPE;
+			if (ret)
+				break;
+			ret = -EAGAIN;
+		} else if (!vsk->sw_server &&
+			   vsk->sw_state == VISOCK_SW_NONE &&
+			   vsk->sw_tx_pos >= vsk->lazy_bytes) {
+			ret = visock_lazy_switch(vsk);
+			if (!ret)
+				continue;
+		} else {
+			chunk = len - sent;
+			if (!vsk->sw_server && vsk->sw_state == VISOCK_SW_NONE)
+				chunk = min_t(u64, chunk,
+					      vsk->lazy_bytes - vsk->sw_tx_pos);
+			ret = visock_lazy_tcp_io(vsk, msg, chunk, 0, true);
+			if (ret > 0) {
+				sent += ret;
+				vsk->sw_tx_pos += ret;
+				VISOCK_STAT_ADD(sk, tcp_bytes_sent, ret);
+				continue;
+			}
+		}
+		if (ret != -EAGAIN || !timeo)
+			break;
+		if (signal_pending(current)) {
+			ret = sock_intr_errno(timeo);
+			break;
+		}
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, &timeo, visock_lazy_tx_ready(vsk), &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+	}
+	release_sock(sk);
+	return sent ? sent : ret;
+}
+
+/**
+ * visock_lazy_poll() - poll() of a lazy connection
+ * @vsk: socket with VISOCK_F_LAZY
+ * @tcp_mask: what the internal TCP socket reports
+ *
+ * Context: any; lockless.
+ * Return: the events.
+ */
+__poll_t visock_lazy_poll(struct visock_sock *vsk, __poll_t tcp_mask)
+{
+	bool rdma = READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA;
+	__poll_t mask = rdma ? visock_rdma_poll(vsk) : tcp_mask;
+	u64 room;
+	int ph;
+
+	ph = visock_lazy_rx_phase(vsk, &room);
+	if (ph == VISOCK_LZ_WAIT)
+		mask &= ~(EPOLLIN | EPOLLRDNORM);
+	else if (ph != VISOCK_LZ_RING)
+		mask = (mask & ~(EPOLLIN | EPOLLRDNORM)) |
+		       (tcp_mask & (EPOLLIN | EPOLLRDNORM));
+	if (!rdma && READ_ONCE(vsk->sw_state) == VISOCK_SW_WAIT)
+		mask &= ~(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
+	return mask;
+}
