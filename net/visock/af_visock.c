@@ -937,7 +937,8 @@ static int visock_recvmsg(struct socket *sock, struct msghdr *msg,
 	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA &&
 	    !visock_lazy_rx_pending(vsk))
 		return visock_rx_recvmsg(vsk, msg, len, flags);
-	if (test_bit(VISOCK_F_LAZY, &vsk->flags))
+	/* TCP's error queue is no part of the stream. */
+	if (test_bit(VISOCK_F_LAZY, &vsk->flags) && !(flags & MSG_ERRQUEUE))
 		return visock_lazy_recvmsg(vsk, msg, len, flags);
 	visock_tcp_sync_opts(vsk);
 	ret = vsk->tcp->ops->recvmsg(vsk->tcp, msg, len, flags);
