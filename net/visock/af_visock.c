@@ -1062,6 +1062,13 @@ static int visock_setsockopt(struct socket *sock, int level, int optname,
 		return visock_setsockopt_socket(sock, optname, optval, optlen);
 	if (level == SOL_VISOCK)
 		return visock_setsockopt_visock(vsk, optname, optval, optlen);
+	/*
+	 * An upper layer protocol would own the internal socket's byte
+	 * stream, which also carries visock's handshake and failover
+	 * messages.
+	 */
+	if (level == SOL_TCP && optname == TCP_ULP)
+		return -EOPNOTSUPP;
 	visock_tcp_sync_opts(vsk);
 	return vsk->tcp->ops->setsockopt(vsk->tcp, level, optname, optval,
 					 optlen);
