@@ -177,7 +177,7 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
 	visock_lgr visock_stress visock_fault visock_preload_test visock_ctl \
-	visock_redirect_test; do
+	visock_redirect_test visock_security; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -232,6 +232,7 @@ list_prog dp visock_dp
 list_prog lgr visock_lgr
 list_prog stress visock_stress
 list_prog fault visock_fault
+list_prog security visock_security
 list_prog ctl visock_ctl
 list_prog stream_hs visock_stream
 list_prog stream_hslo visock_stream
@@ -995,14 +996,14 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp lgr stress fault ctl stream_hs stream_hslo apps; do
+		for g in hs dp lgr stress fault security ctl stream_hs stream_hslo apps; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
 	   ! group_selected lgr && ! group_selected stress &&
-	   ! group_selected fault &&
+	   ! group_selected fault && ! group_selected security &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
 	   ! group_selected stream_hslo && ! group_selected redirect_hs &&
 	   ! group_selected preload_hs && ! group_selected apps; then
@@ -1025,7 +1026,8 @@ hs_pass() {
 	# picked.
 	EXTRA_PICKS=()
 	if group_selected dp || group_selected lgr || group_selected stress ||
-	   group_selected fault || group_selected ctl ||
+	   group_selected fault || group_selected security ||
+	   group_selected ctl ||
 	   group_selected stream_hs || group_selected redirect_hs ||
 	   group_selected preload_hs || group_selected apps; then
 		EXTRA_PICKS=(--pick rdma_ready)
@@ -1035,6 +1037,7 @@ hs_pass() {
 	client)
 		if group_selected hs || group_selected dp || group_selected lgr ||
 		   group_selected stress || group_selected fault ||
+		   group_selected security ||
 		   group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
@@ -1044,6 +1047,7 @@ hs_pass() {
 	server)
 		if group_selected hs || group_selected dp || group_selected lgr ||
 		   group_selected stress || group_selected fault ||
+		   group_selected security ||
 		   group_selected ctl || group_selected stream_hs ||
 		   group_selected redirect_hs || group_selected preload_hs ||
 		   group_selected apps; then
@@ -1061,6 +1065,7 @@ hs_pass() {
 		finish_group lgr skip "role single: no peer host"
 		finish_group stress skip "role single: no peer host"
 		finish_group fault skip "role single: no peer host"
+		finish_group security skip "role single: no peer host"
 		finish_group ctl skip "role single: no peer host"
 		finish_group stream_hs skip "role single: no peer host"
 		finish_group redirect_hs skip "role single: no peer host"
@@ -1081,6 +1086,8 @@ hs_pass() {
 		rdma_group stress visock_stress
 		# Fault injection at each fault point of the module.
 		rdma_group fault visock_fault
+		# Hostile peers and local users.
+		rdma_group security visock_security
 		# visockctl against the connections of visock_ctl.
 		if [ -n "$why" ]; then
 			finish_group ctl skip "$why"
