@@ -57,6 +57,7 @@
  * @tx_waits: times a blocking writer went to sleep for ring space
  * @tcp_bytes_sent: payload bytes sent by connections in TCP mode
  * @tcp_bytes_rcvd: payload bytes received by connections in TCP mode
+ * @failovers: RDMA connections that moved to their TCP socket (failover)
  *
  * Updated with this_cpu_add() from any context; summed when read.
  */
@@ -121,6 +122,9 @@ struct visock_gauges {
  * struct visock_net - per network namespace state
  * @enable: net.visock.enable; read locklessly with READ_ONCE()
  * @hs_timeout_ms: net.visock.handshake_timeout_ms
+ * @ack_timeout: net.visock.rdma_ack_timeout, local ACK timeout of new QPs
+ *	(IBTA encoding)
+ * @rbuf_default: net.visock.rbuf_default, ring size without SO_RCVBUF
  * @sysctl_hdr: registered net.visock.* table of this namespace
  * @fallbacks: connections that fell back, per enum visock_fallback_reason
  * @conns_rdma: connections that switched to RDMA
@@ -271,8 +275,10 @@ struct visock_net {
  * @lgr_wait: entry in visock_net.lgr_wq while the client waits for a
  *	QP of its link group to come up (VISOCK_F_LGR_WAIT; holds a
  *	socket reference)
- * @local_token: token we chose; @peer_token: token the peer chose
- * @peer_qpn: the peer's QP number; @peer_rbuf_size: its ring size
+ * @local_token: token we chose
+ * @peer_token: token the peer chose
+ * @peer_qpn: the peer's QP number
+ * @peer_rbuf_size: the peer's receive ring size
  * @saved_data_ready: @tcp's callbacks before visock took them over,
  *	restored before @tcp is released (under @tcp's sk_callback_lock)
  * @saved_write_space: see @saved_data_ready

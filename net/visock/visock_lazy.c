@@ -115,6 +115,7 @@ static int visock_lazy_rx_phase(const struct visock_sock *vsk, u64 *room)
  * in the stream): TCP must not be taken for a failover message yet.
  *
  * Context: any; a lockless snapshot (the answer only turns false once).
+ * Return: true while such bytes (or the SWITCH message) are unread.
  */
 bool visock_lazy_rx_pending(const struct visock_sock *vsk)
 {

@@ -1111,6 +1111,7 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
  * switches, which then declines and stays on TCP.
  *
  * Context: process context, may sleep (takes the namespace's lgr_lock).
+ * Return: true if such a QP exists now.
  */
 bool visock_lgr_peer_up(struct net *net, const struct sockaddr *peer,
 			int len)

@@ -260,6 +260,7 @@ void visock_link_confirmed(struct visock_link *l)
  * that is not would fail ours after its retries.
  *
  * Context: process context; the caller keeps @l alive.
+ * Return: true if a message to the peer's QP may be posted.
  */
 bool visock_link_peer_listens(const struct visock_link *l)
 {

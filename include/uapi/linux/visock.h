@@ -157,31 +157,50 @@ enum visock_mode {
 
 /**
  * enum visock_fallback_reason - why a connection runs over plain TCP
+ * @VISOCK_FB_NONE: not fallen back
+ * @VISOCK_FB_DISABLED: net.visock.enable=0 locally
+ * @VISOCK_FB_PEER_NO_VISOCK: the peer's SYN/SYN-ACK had no option
+ * @VISOCK_FB_NO_DEVICE: no RDMA device for the route
+ * @VISOCK_FB_PEER_NO_DEVICE: the peer declined: no RDMA device
+ * @VISOCK_FB_VERSION: no common protocol version
+ * @VISOCK_FB_BAD_MSG: malformed handshake message
+ * @VISOCK_FB_TIMEOUT: handshake timed out
+ * @VISOCK_FB_NOMEM: out of memory locally
+ * @VISOCK_FB_PEER_DECLINE: the peer declined, no specific reason
+ * @VISOCK_FB_QP_SETUP: creating or connecting the QP failed
+ * @VISOCK_FB_BUF_EXHAUSTED: no receive ring available
+ * @VISOCK_FB_DEVICE_GONE: RDMA device removed
+ * @VISOCK_FB_SYNCOOKIE: SYN cookies: option not echoed
+ * @VISOCK_FB_IO: TCP error during the handshake
+ * @VISOCK_FB_POLICY: the destination policy said plain TCP
+ * @VISOCK_FB_LINK_BUSY: link group full, or its QPs not up within half
+ *	the handshake timeout
+ * @VISOCK_FB_LINK_GONE: the peer no longer had the shared QP the client
+ *	named
+ * @__VISOCK_FB_MAX: one above the highest reason (VISOCK_FB_MAX)
  *
  * Values are stable ABI: they appear in getsockopt(), statistics and
  * handshake DECLINE messages.  New reasons are only ever appended.
  */
 enum visock_fallback_reason {
-	VISOCK_FB_NONE = 0,		/* not fallen back */
-	VISOCK_FB_DISABLED = 1,		/* net.visock.enable=0 locally */
-	VISOCK_FB_PEER_NO_VISOCK = 2,	/* peer's SYN/SYN-ACK had no option */
-	VISOCK_FB_NO_DEVICE = 3,	/* no RDMA device for the route */
-	VISOCK_FB_PEER_NO_DEVICE = 4,	/* peer declined: no RDMA device */
-	VISOCK_FB_VERSION = 5,		/* no common protocol version */
-	VISOCK_FB_BAD_MSG = 6,		/* malformed handshake message */
-	VISOCK_FB_TIMEOUT = 7,		/* handshake timed out */
-	VISOCK_FB_NOMEM = 8,		/* out of memory locally */
-	VISOCK_FB_PEER_DECLINE = 9,	/* peer declined, no specific reason */
-	VISOCK_FB_QP_SETUP = 10,	/* creating/connecting the QP failed */
-	VISOCK_FB_BUF_EXHAUSTED = 11,	/* no receive ring available */
-	VISOCK_FB_DEVICE_GONE = 12,	/* RDMA device removed */
-	VISOCK_FB_SYNCOOKIE = 13,	/* SYN cookies: option not echoed */
-	VISOCK_FB_IO = 14,		/* TCP error during the handshake */
-	VISOCK_FB_POLICY = 15,		/* destination policy said plain TCP */
-	VISOCK_FB_LINK_BUSY = 16,	/* link group full, or its QPs not up
-					 * within half the handshake timeout */
-	VISOCK_FB_LINK_GONE = 17,	/* the peer no longer had the shared
-					 * QP the client named */
+	VISOCK_FB_NONE = 0,
+	VISOCK_FB_DISABLED = 1,
+	VISOCK_FB_PEER_NO_VISOCK = 2,
+	VISOCK_FB_NO_DEVICE = 3,
+	VISOCK_FB_PEER_NO_DEVICE = 4,
+	VISOCK_FB_VERSION = 5,
+	VISOCK_FB_BAD_MSG = 6,
+	VISOCK_FB_TIMEOUT = 7,
+	VISOCK_FB_NOMEM = 8,
+	VISOCK_FB_PEER_DECLINE = 9,
+	VISOCK_FB_QP_SETUP = 10,
+	VISOCK_FB_BUF_EXHAUSTED = 11,
+	VISOCK_FB_DEVICE_GONE = 12,
+	VISOCK_FB_SYNCOOKIE = 13,
+	VISOCK_FB_IO = 14,
+	VISOCK_FB_POLICY = 15,
+	VISOCK_FB_LINK_BUSY = 16,
+	VISOCK_FB_LINK_GONE = 17,
 	__VISOCK_FB_MAX,
 };
 
