@@ -4,8 +4,9 @@
 # make check-debug: the whole kselftest suite and the KUnit suites on the
 # debug guest kernel (6.12-debug: KASAN, lockdep, kmemleak, debug objects,
 # fault injection; tools/testing/debug-kernel.sh), failing on any kernel
-# report.  Not part of "make check" (see Documentation/networking/visock.rst,
-# "Debug kernel", for the time it takes).
+# report.  Not part of "make check" (see
+# Documentation/networking/visock/testing.rst, "Debug kernel", for the
+# time it takes).
 #
 #   1. build the debug kernel once (cached in ~/.cache/visock/kernels)
 #   2. build visock.ko against it (W=1, sparse) and visock_kunit.ko

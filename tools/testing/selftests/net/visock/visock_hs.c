@@ -29,7 +29,7 @@
  *
  * The handshake messages are built and parsed by this file's own small
  * encoder and decoder, from the format in Documentation/networking/
- * visock.rst (big-endian, 8-byte header, TLVs).
+ * visock/design.rst (big-endian, 8-byte header, TLVs).
  */
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -497,7 +497,7 @@ static void mix(struct vt_ctx *c)
 		  hu_proc("lgr_connections"));
 	/*
 	 * Shown, not judged: a server whose client closed before it took
-	 * the REP cannot be told (visock.rst), the QP's end reaps those.
+	 * the REP cannot be told (visock/design.rst), the QP's end reaps those.
 	 */
 	vt_diag("lgr_lingering %lld, qps %lld after every socket closed",
 		hu_proc("lgr_lingering"), hu_proc("qps"));
