@@ -58,6 +58,11 @@ modules-testbed:
 checkpatch:
 	$(TESTING)/checkpatch.sh
 
+# kernel-doc -Wall and docutils over the sources and Documentation.
+.PHONY: docs-check
+docs-check:
+	$(TESTING)/docs-check.sh
+
 kunit:
 	$(TESTING)/kunit/run_kunit.sh
 

@@ -6,6 +6,8 @@
 #   1. build visock.ko for Debian 12's 6.1 and bookworm-backports' 6.12
 #      with W=1 and sparse (any warning fails)
 #   2. checkpatch.pl over every C file (errors fail)
+#      and the documentation checks (kernel-doc -Wall, docutils; any
+#      warning fails)
 #   3. dkms add + build for both kernels (private DKMS tree)
 #   4. KUnit suites in a UML kernel (linux-source-6.12)
 #   5. the kselftests on two QEMU guests with Soft-RoCE, per kernel
@@ -101,6 +103,15 @@ if stage_wanted checkpatch; then
 	banner "checkpatch"
 	"$T/checkpatch.sh" | tee "$OUT/checkpatch.log" | tail -5
 	result "${PIPESTATUS[0]}" "checkpatch (no errors)"
+fi
+
+if stage_wanted docs; then
+	banner "documentation (kernel-doc, docutils)"
+	"$T/docs-check.sh" >"$OUT/docs.log" 2>&1
+	rc=$?
+	tail -5 "$OUT/docs.log"
+	[ "$rc" = 0 ] || grep -E 'warning|WARNING|ERROR|not found' "$OUT/docs.log" | head -20
+	result "$rc" "documentation (kernel-doc -Wall, docutils: no warnings)"
 fi
 
 if stage_wanted dkms; then
