@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # bench.sh - guest half of "make bench": TCP, visock, rsocket, in-kernel
-# SMC-R and raw verbs (perftest) side by side, over the matrix of issue 9:
+# SMC-R and raw verbs (perftest) side by side, over this matrix:
 # stream throughput per write size, request/response round trips per
 # message size (median, p99), connection setup (CRR), parallel streams,
 # guest CPU time and RDMA packets, work requests and completions per KiB,
