@@ -6,7 +6,10 @@
 #      linux-source-6.12) over the module's C sources and headers, the
 #      KUnit tests and the uapi header;
 #   2. docutils over every .rst file of the project (rst2html with
-#      warnings reported and turned into a non-zero exit status).
+#      warnings reported and turned into a non-zero exit status);
+#   3. MAINTAINERS: every file of the project is covered by an F: line of
+#      the entry, and every F: line matches a file (the matching rules of
+#      the kernel's scripts/get_maintainer.pl).
 # A checker that cannot be found is a failure, not a skip.  docutils
 # comes from the Debian package python3-docutils, installed if missing.
 set -uo pipefail
@@ -77,6 +80,34 @@ else
 		fi
 	done
 	echo "docs-check: docutils: $(wc -w <<<"$rst_files") files, $rst_bad with warnings or errors"
+fi
+
+# --- MAINTAINERS -------------------------------------------------------
+if ! command -v python3 >/dev/null; then
+	echo "docs-check: python3 not found (MAINTAINERS check)"
+	fail=1
+elif ! git ls-files -co --exclude-standard | grep -v '^build/' |
+	python3 -c '
+import re, sys
+files = sys.stdin.read().split()
+pats = [l.rstrip("\n").split("\t", 1)[1]
+	for l in open("MAINTAINERS") if l.startswith("F:\t")]
+
+def match(pat, f):
+	if not re.match("^" + re.escape(pat).replace(r"\*", ".*"), f):
+		return False
+	return pat.endswith("/") or f.count("/") == pat.count("/")
+
+bad = [f"docs-check: MAINTAINERS: F: {p} matches no file"
+       for p in pats if not any(match(p, f) for f in files)]
+bad += [f"docs-check: MAINTAINERS: {f} is in no F: line"
+	for f in files if not any(match(p, f) for p in pats)]
+print("\n".join(bad) if bad else "")
+print(f"docs-check: MAINTAINERS: {len(pats)} patterns, {len(files)} files, "
+      f"{len(bad)} problems")
+sys.exit(1 if bad or not pats else 0)
+' | grep -v '^$'; then
+	fail=1
 fi
 
 [ "$fail" = 0 ] && echo "docs-check: ok"

@@ -6,7 +6,8 @@
 # The suites and the pure protocol code they test (net/visock/tests/,
 # net/visock/visock_{tcpopt,hs_codec,ring,cdc_codec,policy_match}.c,
 # visock_wire.h, visock_policy.h and the uapi
-# header) are copied into net/visock_kunit/ of a Linux 6.12 source tree kept
+# header) are copied, with net/visock/Kconfig (VISOCK_KUNIT_TEST), into
+# net/visock_kunit/ of a Linux 6.12 source tree kept
 # in the cache directory, which is hooked into net/Kconfig and net/Makefile,
 # and then run with the kernel's kunit.py.  The build directory is kept in
 # the cache as well, so only the first run builds a whole kernel.
@@ -98,7 +99,7 @@ install_file() {
 	wanted+=("$dst")
 }
 
-install_file "$script_dir/visock_kunit/Kconfig" Kconfig
+install_file "$repo/net/visock/Kconfig" Kconfig
 install_file "$script_dir/visock_kunit/Makefile" Makefile
 for f in $pure_hdrs; do
 	install_file "$repo/net/visock/$f" "$f"
