@@ -631,7 +631,8 @@ void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state)
 		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 }
 
-static int visock_bind(struct socket *sock, struct sockaddr *addr, int len)
+static int visock_bind(struct socket *sock, struct visock_sockaddr_arg *addr,
+		       int len)
 {
 	struct visock_sock *vsk = visock_sk(sock->sk);
 
@@ -649,8 +650,8 @@ static int visock_connect_err(int err)
 	return err == -EPIPE ? -ECONNRESET : err;
 }
 
-static int visock_connect(struct socket *sock, struct sockaddr *addr,
-			  int len, int flags)
+static int visock_connect(struct socket *sock,
+			  struct visock_sockaddr_arg *addr, int len, int flags)
 {
 	struct sock *sk = sock->sk;
 	struct visock_sock *vsk = visock_sk(sk);
@@ -675,7 +676,8 @@ static int visock_connect(struct socket *sock, struct sockaddr *addr,
 		 */
 		assign_bit(VISOCK_F_POLICY_TCP, &vsk->flags,
 			   READ_ONCE(visock_net(sock_net(sk))->enable) &&
-			   visock_policy_denies(sock_net(sk), addr, len));
+			   visock_policy_denies(sock_net(sk),
+						visock_sockaddr(addr), len));
 		/*
 		 * Propose a lazy start (visock_tcp_syn_opt()) only where a
 		 * QP to the peer is up: the first connection to a peer sets
@@ -685,7 +687,8 @@ static int visock_connect(struct socket *sock, struct sockaddr *addr,
 		if (READ_ONCE(visock_net(sock_net(sk))->enable) &&
 		    !test_bit(VISOCK_F_POLICY_TCP, &vsk->flags) &&
 		    visock_lazy_threshold(sock_net(sk)) &&
-		    visock_lgr_peer_up(sock_net(sk), addr, len))
+		    visock_lgr_peer_up(sock_net(sk),
+				       visock_sockaddr(addr), len))
 			WRITE_ONCE(vsk->lazy_bytes,
 				   visock_lazy_threshold(sock_net(sk)));
 	}

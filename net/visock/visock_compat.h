@@ -12,7 +12,10 @@
 
 #include <linux/version.h>
 #include <linux/net.h>
+#include <net/inet_hashtables.h>
+#include <net/inet6_hashtables.h>
 #include <net/net_namespace.h>
+#include <net/sock.h>
 
 /*
  * proto_ops.accept() takes a struct proto_accept_arg since 6.10.
@@ -86,5 +89,72 @@
 #else
 #define visock_trace_assign_str(dst, src)	__assign_str(dst, src)
 #endif
+
+/*
+ * proto_ops.bind() and .connect(), kernel_bind() and kernel_connect() take
+ * a struct sockaddr_unsized since 6.19 (the length argument says how much
+ * of it is there).  struct visock_sockaddr_arg names the type of that
+ * argument on the kernel at hand; visock_sockaddr() gives the struct
+ * sockaddr view that the rest of the code takes, with the same length.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 19, 0)
+#define visock_sockaddr_arg	sockaddr_unsized
+#else
+#define visock_sockaddr_arg	sockaddr
+#endif
+
+static inline struct sockaddr *
+visock_sockaddr(struct visock_sockaddr_arg *addr)
+{
+	return (struct sockaddr *)addr;
+}
+
+/*
+ * The established-hash lookups of TCP lost their inet_hashinfo argument in
+ * 6.18 (the table is found from the netns).  Both return a referenced sock
+ * or NULL, and must be called under rcu_read_lock().
+ */
+static inline struct sock *
+visock_lookup_established(struct net *net, __be32 saddr, __be16 sport,
+			  __be32 daddr, u16 hnum, int dif, int sdif)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+	return __inet_lookup_established(net, saddr, sport, daddr, hnum,
+					 dif, sdif);
+#else
+	return __inet_lookup_established(net,
+					 net->ipv4.tcp_death_row.hashinfo,
+					 saddr, sport, daddr, hnum, dif, sdif);
+#endif
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+static inline struct sock *
+visock_lookup_established6(struct net *net, const struct in6_addr *saddr,
+			   __be16 sport, const struct in6_addr *daddr,
+			   u16 hnum, int dif, int sdif)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+	return __inet6_lookup_established(net, saddr, sport, daddr, hnum,
+					  dif, sdif);
+#else
+	return __inet6_lookup_established(net,
+					  net->ipv4.tcp_death_row.hashinfo,
+					  saddr, sport, daddr, hnum, dif, sdif);
+#endif
+}
+#endif
+
+/*
+ * The owner uid of a socket.  sock_i_uid() took sk_callback_lock around
+ * the read; it was removed in 6.17 (and in 6.16.y) once sk_uid became a
+ * READ_ONCE()/WRITE_ONCE() field, so a version check cannot tell whether
+ * it exists.  A single 32-bit read needs no lock on any kernel: a reader
+ * racing with a change of owner sees the old or the new uid either way.
+ */
+static inline kuid_t visock_sk_uid(const struct sock *sk)
+{
+	return READ_ONCE(sk->sk_uid);
+}
 
 #endif /* _NET_VISOCK_COMPAT_H */

@@ -292,7 +292,7 @@ static int visock_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 	m->vdiag_fallback_reason = READ_ONCE(vsk->fb_reason);
 	m->vdiag_ip_family = vsk->family;
 	visock_diag_addrs(vsk, m);
-	m->vdiag_uid = from_kuid_munged(user_ns, sock_i_uid(sk));
+	m->vdiag_uid = from_kuid_munged(user_ns, visock_sk_uid(sk));
 	m->vdiag_ino = sock_i_ino(sk);
 	m->vdiag_id = vsk->diag_id;
 

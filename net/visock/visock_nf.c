@@ -526,8 +526,7 @@ static unsigned int visock_nf_in4(void *priv, struct sk_buff *skb,
 		return NF_ACCEPT;
 
 	/* Hook functions run under rcu_read_lock(), as the lookup needs. */
-	sk = __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
-				       iph->saddr, th->source,
+	sk = visock_lookup_established(net, iph->saddr, th->source,
 				       iph->daddr, ntohs(th->dest),
 				       inet_iif(skb), inet_sdif(skb));
 	if (!sk)
@@ -560,8 +559,7 @@ static unsigned int visock_nf_in6(void *priv, struct sk_buff *skb,
 		return NF_ACCEPT;
 
 	ip6h = ipv6_hdr(skb);
-	sk = __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
-					&ip6h->saddr, th->source,
+	sk = visock_lookup_established6(net, &ip6h->saddr, th->source,
 					&ip6h->daddr, ntohs(th->dest),
 					inet6_iif(skb), inet6_sdif(skb));
 	if (!sk)
