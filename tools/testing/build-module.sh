@@ -3,8 +3,18 @@
 #
 # Build visock.ko for the test-bed kernels, each in its own copy of the
 # sources under build/<kver>/ (kbuild writes objects next to the sources,
-# so two kernels cannot share one tree).  W=1 and sparse (C=2) are on;
-# any compiler or sparse warning fails the build.
+# so two kernels cannot share one tree).  W=1 and sparse are on; any
+# compiler or sparse warning fails the build.
+#
+# The sparse gate fails closed.  kbuild can leave sparse out without an
+# error: since 6.19 it skips a checker that fails its probe (printing
+# "C=2 specified, but sparse is not available or not up to date"), and
+# a checker may run and see nothing.  So a build passes only if
+#   - a canary file with a known sparse warning, built the same way,
+#     gets that warning (the checker runs and works on these headers),
+#   - kbuild printed a CHECK line for every C file of the module (C=2
+#     checks every file on every build, not just the recompiled ones),
+#   - and no warning or error is left.
 #
 #   build-module.sh all | 6.1 | 6.12 | 6.12-debug | 7.2 | 7.3 | <kernel release>
 #
@@ -19,6 +29,59 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VM="$ROOT/tools/testing/vm/vm.sh"
 KCHROOT="$ROOT/tools/testing/kernel-chroot.sh"
+# The checker kbuild runs (VISOCK_SPARSE overrides it, e.g. to check the
+# gate with a missing or broken one).
+SPARSE=${VISOCK_SPARSE:-sparse}
+
+# kbuild with W=1 and sparse on every C file.
+kmake() { # KDIR DIR TARGET
+	"${run[@]}" make -C "$1" M="$2" W=1 C=2 CHECK="$SPARSE" "$3"
+}
+
+# Positive control: sparse must flag the __user dereference below.
+sparse_canary() { # KVER KDIR
+	local dir="$ROOT/build/$1/sparse-canary"
+	mkdir -p "$dir"
+	echo 'obj-m := canary.o' >"$dir/Kbuild"
+	cat >"$dir/canary.c" <<'EOF'
+// SPDX-License-Identifier: GPL-2.0
+#include <linux/module.h>
+
+int visock_sparse_canary(int __user *p);
+int visock_sparse_canary(int __user *p)
+{
+	return *p;
+}
+EOF
+	rm -f "$dir/canary.o"
+	kmake "$2" "$dir" canary.o >"$dir/build.log" 2>&1
+	if ! grep -q 'canary\.c:7:[0-9]*: warning: dereference of noderef expression' \
+		"$dir/build.log" || grep -q "error:" "$dir/build.log"; then
+		cat "$dir/build.log"
+		echo "build-module: $1: sparse does not work here: it did not flag the canary's __user dereference (build/$1/sparse-canary)" >&2
+		return 1
+	fi
+}
+
+# Every C file of the module got a CHECK line in LOG.
+sparse_checked_all() { # OUT LOG
+	local out=$1 log=$2 o missing=() n=0
+	local -A checked=()
+	while read -r o; do
+		o=${o#"$out"/}
+		checked[${o#./}]=1
+	done < <(sed -n 's/^  CHECK   //p' "$log")
+	while read -r o; do
+		o=${o#"$out"/}
+		o=${o#./}
+		n=$((n + 1))
+		[ -n "${checked[${o%.o}.c]:-}" ] || missing+=("${o%.o}.c")
+	done <"$out/visock.mod"
+	if [ $n = 0 ] || [ ${#missing[@]} -gt 0 ]; then
+		echo "build-module: sparse did not check ${missing[*]:-any file} ($n objects)" >&2
+		return 1
+	fi
+}
 
 # KVER [SERIES]: with a SERIES, the headers are in that series' chroot.
 build_one() {
@@ -45,14 +108,18 @@ build_one() {
 		(cd "$ROOT" && cp -a --parents -u Kbuild net include "$out/")
 	log="$ROOT/build/$kver/build.log"
 	echo "build-module: $kver (W=1, sparse)"
-	if ! "${run[@]}" make -C "$kdir" M="$out" W=1 C=1 \
-		CHECK="sparse" modules >"$log" 2>&1; then
+	sparse_canary "$kver" "$kdir" || return 1
+	if ! kmake "$kdir" "$out" modules >"$log" 2>&1; then
 		cat "$log"
 		echo "build-module: $kver: build FAILED" >&2
 		return 1
 	fi
-	if grep -E "warning:|error:" "$log"; then
+	if grep -E "warning:|error:|not available or not up to date" "$log"; then
 		echo "build-module: $kver: warnings (see above)" >&2
+		return 1
+	fi
+	if ! sparse_checked_all "$out" "$log"; then
+		echo "build-module: $kver: sparse gate FAILED" >&2
 		return 1
 	fi
 	cp "$out/visock.ko" "$ROOT/build/$kver/visock.ko"
@@ -86,6 +153,6 @@ all)	kvers="$("$VM" kver 6.1) $("$VM" kver 6.12)" ;;
 esac
 rc=0
 for k in $kvers; do
-	build_one "$k" $series || rc=1
+	build_one "$k" "$series" || rc=1
 done
 exit $rc
