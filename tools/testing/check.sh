@@ -3,7 +3,8 @@
 #
 # make check: everything that proves visock works, in one command.
 #
-#   1. build visock.ko for Debian 12's 6.1 and bookworm-backports' 6.12
+#   1. build visock.ko for Debian 12's 6.1, bookworm-backports' 6.12 and
+#      trixie-backports' 7.3 (in a chroot, tools/testing/kernel-chroot.sh)
 #      with W=1 and sparse (any warning fails)
 #   2. checkpatch.pl over every C file (errors fail)
 #      and the documentation checks (kernel-doc -Wall, docutils; any
@@ -91,11 +92,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 	done
 fi
 "$T/linux-source.sh" >/dev/null || result 1 "linux-source-6.12"
+# Headers, compiler and sparse of Debian's 7.3 kernel: a trixie chroot in
+# the cache (a few minutes the first time, then nothing).
+"$T/kernel-chroot.sh" prepare 7.3 || result 1 "7.3 build chroot"
 
 banner "build (W=1, sparse)"
-for k in 6.1 6.12; do
-	kver=$("$T/vm/vm.sh" kver "$k")
-	"$T/build-module.sh" "$kver"
+for k in 6.1 6.12 7.3; do
+	case $k in
+	7.*)	kver=$("$T/kernel-chroot.sh" kver "$k") || kver=$k ;;
+	*)	kver=$("$T/vm/vm.sh" kver "$k") ;;
+	esac
+	"$T/build-module.sh" "$k"
 	result $? "build $kver (W=1, sparse clean)"
 done
 
