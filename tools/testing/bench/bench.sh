@@ -662,6 +662,12 @@ perf_measure() {
 # same user-defined EID on both hosts.
 smc_setup() {
 	local log=$VISOCK_RESULTS/smc-setup.txt
+	# Debian's kernels since 6.18 have no SMC: CONFIG_SMC depends on
+	# CONFIG_DIBS there, which they leave unset.
+	if [ ! -d /sys/module/smc ] && ! modinfo smc >/dev/null 2>&1; then
+		echo "SMC-R not available on this kernel (CONFIG_SMC unset)"
+		return 1
+	fi
 	case $KVER in
 	6.1.*)
 		echo "kernel $KVER: SMC-R on rxe needs SMC-Rv2 with a user EID, and on 6.1 the first SMC-Rv2 connection hung in the test bed; measured on 6.12 only"
