@@ -3,8 +3,8 @@
 #
 # vm.sh - two-host QEMU test bed for visock (see README.md).
 #
-#   vm.sh prepare [--kernel 6.1|6.12|6.12-debug|all]
-#   vm.sh kver 6.1|6.12|6.12-debug
+#   vm.sh prepare [--kernel 6.1|6.12|6.12-debug|7.3|all]
+#   vm.sh kver 6.1|6.12|6.12-debug|7.3
 #   vm.sh run   --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
 #   vm.sh start --kernel K [--timeout SECS]
 #   vm.sh exec  --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
@@ -29,6 +29,12 @@
 # the KASAN/lockdep kernel built by tools/testing/debug-kernel.sh into the
 # cache ("prepare --kernel 6.12-debug" builds it; "all" means 6.1 and 6.12;
 # VISOCK_DEBUG_SOURCE_VERSION selects another linux-source-6.12 version).
+# 7.3 is Debian's trixie-backports kernel: "prepare --kernel 7.3" takes
+# its kernel and modules out of Debian's linux-binary-* and linux-modules-*
+# packages into the cache (through the 7.3 chroot of
+# tools/testing/kernel-chroot.sh, whose headers build visock.ko for it);
+# nothing is installed on the host.  The guests' userland stays the
+# host's (Debian 12).
 
 set -euo pipefail
 
@@ -46,13 +52,16 @@ debug_kernel=$repo/tools/testing/debug-kernel.sh
 
 # Kernel series we know about.  The position in this list selects the UDP
 # port pair (see setup_bed), so append new series at the end.
-all_series=(6.1 6.12 6.12-debug)
+all_series=(6.1 6.12 6.12-debug 7.3)
 # What "prepare --kernel all" prepares: the Debian kernels.
 stock_series=(6.1 6.12)
 # Built from source into the cache, not installed in /boot.
 debug_series=" 6.12-debug "
 # Series shipped by bookworm-backports rather than bookworm itself.
 backports_series=" 6.12 "
+# Debian kernels newer than the host's apt knows: unpacked into the cache.
+unpacked_series=" 7.3 "
+kernel_chroot=$repo/tools/testing/kernel-chroot.sh
 
 # Userspace the guests use (they run the host's binaries).  QEMU itself is
 # installed from bookworm-backports (see qemu_too_old()).
@@ -137,6 +146,11 @@ resolve_kver() {
 			die "the $series kernel is not built (run: vm.sh prepare --kernel $series)"
 		return
 	fi
+	if [[ $unpacked_series == *" $series "* ]]; then
+		"$kernel_chroot" kver "$series" 2>/dev/null ||
+			die "no $series kernel yet (run: vm.sh prepare --kernel $series)"
+		return
+	fi
 	# One "VERSION KREL" line per metapackage version apt knows about.
 	while read -r v k; do
 		[[ $v == "$series".* ]] || continue
@@ -160,8 +174,11 @@ resolve_kver() {
 # A debug kernel's release ends in -visock-debug (debug.config).
 is_debug_kver() { [[ $1 == *-visock-debug ]]; }
 
+# A kernel unpacked from Debian's packages into the cache.
+is_unpacked_kver() { [ -e "$kernels_root/by-kver/$1/debian-packages" ]; }
+
 kernel_image() { # KVER -> the bzImage to boot
-	if is_debug_kver "$1"; then
+	if is_debug_kver "$1" || is_unpacked_kver "$1"; then
 		echo "$kernels_root/by-kver/$1/bzImage"
 	else
 		echo "/boot/vmlinuz-$1"
@@ -169,7 +186,7 @@ kernel_image() { # KVER -> the bzImage to boot
 }
 
 module_root() { # KVER -> root of its lib/modules/KVER ("" for /)
-	if is_debug_kver "$1"; then
+	if is_debug_kver "$1" || is_unpacked_kver "$1"; then
 		echo "$kernels_root/by-kver/$1/mod"
 	fi
 }
@@ -242,6 +259,58 @@ ensure_backports_source() {
 	return 0
 }
 
+# The kernel and modules of Debian's packages of SERIES (linux-binary-*,
+# linux-modules-* and linux-base-*: modules.builtin, config), unpacked into
+# $kernels_root/by-kver/KVER/{bzImage,mod/lib/modules/KVER} with their
+# modules.dep; the "debian-packages" file names the packages.
+unpack_debian_kernel() { # SERIES
+	local series=$1 kver dest tmp
+	"$kernel_chroot" prepare "$series"
+	kver=$("$kernel_chroot" kver "$series")
+	dest=$kernels_root/by-kver/$kver
+	if [ -e "$dest/debian-packages" ] && [ -r "$dest/bzImage" ] &&
+	   [ -r "$dest/mod/lib/modules/$kver/modules.dep" ]; then
+		return 0
+	fi
+	info "unpacking Debian's $kver kernel and modules into $dest"
+	rm -rf "$dest"
+	mkdir -p "$dest/mod/lib/modules"
+	# In the chroot: its apt has the packages, its kmod knows their
+	# format.  It works in its /var/tmp, which is $tmp here.
+	tmp=$("$kernel_chroot" dir "$series")/var/tmp/visock-unpack
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	# shellcheck disable=SC2016
+	"$kernel_chroot" run "$series" -- /bin/sh -euc '
+		cd /var/tmp/visock-unpack
+		[ -x /usr/sbin/depmod ] ||
+			apt-get install -y -q --no-install-recommends kmod >/dev/null
+		apt-get download -q "linux-binary-$1" "linux-modules-$1" \
+			"linux-base-$1" >/dev/null 2>&1
+		for d in ./*.deb; do dpkg-deb -x "$d" root; done
+		if [ -d "root/usr/lib/modules/$1" ]; then
+			depmod -b root/usr "$1"
+		else
+			depmod -b root "$1"
+		fi
+		ls ./*.deb >packages
+	' sh "$kver"
+	if [ -d "$tmp/root/usr/lib/modules/$kver" ]; then
+		mv "$tmp/root/usr/lib/modules/$kver" "$dest/mod/lib/modules/"
+	else
+		mv "$tmp/root/lib/modules/$kver" "$dest/mod/lib/modules/"
+	fi
+	# Since 7.x the image is lib/modules/KVER/vmlinuz, before in /boot.
+	if [ -e "$dest/mod/lib/modules/$kver/vmlinuz" ]; then
+		mv "$dest/mod/lib/modules/$kver/vmlinuz" "$dest/bzImage"
+	else
+		cp "$tmp/root/boot/vmlinuz-$kver" "$dest/bzImage"
+	fi
+	[ -r "$dest/mod/lib/modules/$kver/modules.dep" ] || die "no modules.dep for $kver"
+	mv "$tmp/packages" "$dest/debian-packages"
+	rm -rf "$tmp"
+}
+
 cmd_prepare() {
 	local kernel=all series list=() need_update=0 kver pkgs p
 	while [ $# -gt 0 ]; do
@@ -254,6 +323,7 @@ cmd_prepare() {
 	for series in "${list[@]}"; do
 		series_slot "$series" >/dev/null
 		[[ $debug_series != *" $series "* ]] || continue
+		[[ $unpacked_series != *" $series "* ]] || continue
 		if [[ $backports_series == *" $series "* ]] && ensure_backports_source; then
 			need_update=1
 		fi
@@ -280,6 +350,10 @@ cmd_prepare() {
 	for series in "${list[@]}"; do
 		if [[ $debug_series == *" $series "* ]]; then
 			"$debug_kernel" build >/dev/null
+			continue
+		fi
+		if [[ $unpacked_series == *" $series "* ]]; then
+			unpack_debian_kernel "$series"
 			continue
 		fi
 		kver=$(resolve_kver "$series")
