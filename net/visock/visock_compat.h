@@ -157,4 +157,15 @@ static inline kuid_t visock_sk_uid(const struct sock *sk)
 	return READ_ONCE(sk->sk_uid);
 }
 
+/*
+ * Since 6.17 a workqueue says whether it is per-CPU (WQ_PERCPU) or
+ * unbound, and 7.x warns at alloc_workqueue() about one that says
+ * neither.  Before, per-CPU was what no flag meant.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+#define VISOCK_WQ_PERCPU	WQ_PERCPU
+#else
+#define VISOCK_WQ_PERCPU	0
+#endif
+
 #endif /* _NET_VISOCK_COMPAT_H */

@@ -81,7 +81,7 @@ static int __init visock_init(void)
 {
 	int err;
 
-	visock_wq = alloc_workqueue("visock", 0, 0);
+	visock_wq = alloc_workqueue("visock", VISOCK_WQ_PERCPU, 0);
 	if (!visock_wq)
 		return -ENOMEM;
 
