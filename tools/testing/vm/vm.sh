@@ -5,6 +5,7 @@
 #
 #   vm.sh prepare [--kernel 6.1|6.12|6.12-debug|7.3|all]
 #   vm.sh kver 6.1|6.12|6.12-debug|7.3
+#   vm.sh check-path   (refuse a repository path the guests cannot use)
 #   vm.sh run   --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
 #   vm.sh start --kernel K [--timeout SECS]
 #   vm.sh exec  --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
@@ -38,8 +39,10 @@
 
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../../.." && pwd)
+# Physical paths: the guests mount the repository at this path, and job
+# scripts are matched against it after realpath.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+repo=$(cd "$here/../../.." && pwd -P)
 cache_root=${VISOCK_CACHE:-$HOME/.cache/visock}/vm
 kernels_root=${VISOCK_CACHE:-$HOME/.cache/visock}/kernels
 inst=${VISOCK_VM_INSTANCE:-0}
@@ -119,7 +122,7 @@ now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
 secs() { awk -v ms="$1" 'BEGIN { printf "%.1f", ms / 1000 }'; }
 
 usage() {
-	sed -n '4,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '4,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit "${1:-2}"
 }
 
@@ -313,6 +316,7 @@ unpack_debian_kernel() { # SERIES
 
 cmd_prepare() {
 	local kernel=all series list=() need_update=0 kver pkgs p
+	check_repo_path
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--kernel) kernel=${2:?}; shift 2 ;;
@@ -465,7 +469,7 @@ wipe_dir() {
 
 # launch HOST MODE: boot one guest in the background.
 launch() {
-	local host=$1 mode=$2 mac my_port peer_port extra=() modroot modarg=''
+	local host=$1 mode=$2 mac my_port peer_port extra=()
 	if [ "$host" = a ]; then
 		my_port=$port_a peer_port=$port_b mac=52:54:00:77:00:0a
 	else
@@ -477,10 +481,6 @@ launch() {
 	if port_busy "$my_port"; then
 		die "UDP port $my_port is in use (another test bed? set VISOCK_VM_INSTANCE)"
 	fi
-	# A kernel whose modules are not in /lib/modules: guest.sh links
-	# its module tree there (the guest sees the host's / read-only).
-	modroot=$(module_root "$kver")
-	[ -z "$modroot" ] || modarg=" visock.modules=$modroot/lib/modules/$kver"
 	: >"$state/$host.serial.log"
 	rm -f "$state/$host.pid" "$state/$host.shell.sock"
 	if [ "$mode" = persist ]; then
@@ -497,16 +497,14 @@ launch() {
 		-serial "file:$state/$host.serial.log" "${extra[@]}" \
 		-kernel "$(kernel_image "$kver")" \
 		-initrd "$cache_root/$kver/initrd.img" \
-		-append "console=ttyS0 quiet panic=-1 panic_on_warn=0 \
-visock.init=$here/guest.sh visock.host=$host visock.mode=$mode \
-visock.src=$repo visock.results=$results$modarg$(vm_append "$kver")" \
+		-append "$(kernel_cmdline "$host" "$mode")" \
 		-fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap" \
 		-device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot \
-		-fsdev "local,id=fssrc,path=$repo,security_model=none,readonly=on,multidevs=remap" \
+		-fsdev "local,id=fssrc,path=$(qemu_opt_path "$repo"),security_model=none,readonly=on,multidevs=remap" \
 		-device virtio-9p-pci,fsdev=fssrc,mount_tag=src \
-		-fsdev "local,id=fsctl,path=$ctl,security_model=none" \
+		-fsdev "local,id=fsctl,path=$(qemu_opt_path "$ctl"),security_model=none" \
 		-device virtio-9p-pci,fsdev=fsctl,mount_tag=ctl \
-		-fsdev "local,id=fsres,path=$results,security_model=none" \
+		-fsdev "local,id=fsres,path=$(qemu_opt_path "$results"),security_model=none" \
 		-device virtio-9p-pci,fsdev=fsres,mount_tag=results \
 		-netdev "dgram,id=n0,local.type=fd,local.str=3" \
 		-device "$(vm_nic "$kver"),netdev=n0,mac=$mac" \
@@ -537,9 +535,13 @@ stop_streams() {
 	sentinel=
 }
 
-# Write a job for both guests.  SCRIPT must be visible inside the guest; the
-# guest has its own /tmp and /run, so scripts from there are copied into
-# the ctl share first.
+# Write a job for both guests.  SCRIPT must be visible inside the guest at
+# the same path.  The repository share is mounted at its host path, so a
+# script of the repository runs in place, next to the programs it was
+# built with, wherever the checkout is (/tmp included).  Other scripts
+# see the host's / read-only, but the guest has its own /tmp, /run and
+# /dev: scripts from there are copied into the ctl share first (such a
+# script finds the repository through VISOCK_SRC, not next to itself).
 write_jobs() { # ID SCRIPT [ARGS...]
 	local id=$1 script=$2 h argv runner=()
 	shift 2
@@ -547,6 +549,7 @@ write_jobs() { # ID SCRIPT [ARGS...]
 	script=$(realpath "$script")
 	[ -x "$script" ] || runner=(bash)
 	case "$script" in
+	"$repo"/*) ;;
 	/tmp/* | /run/* | /dev/* | /proc/* | /sys/*)
 		cp "$script" "$ctl/job-script"
 		script=/run/visock/ctl/job-script ;;
@@ -689,9 +692,47 @@ parse_bed_args() { # sets series, timeout, job (array)
 	setup_bed "$series"
 }
 
+# The paths travel on the guests' kernel command line (at most 2047
+# characters, split at white space, quotes taken as quotes) and in QEMU
+# options (commas doubled, see qemu_opt_path).  A checkout anywhere else
+# works: the guests mount the repository and results shares at their host
+# paths.  Checked before "prepare" does anything, and before every boot.
+check_repo_path() {
+	local p
+	for p in "$repo" "$here"; do
+		[[ $p != *[[:space:]\"]* ]] ||
+			die "the repository path '$p' contains white space or a quote: the guests get it on their kernel command line; use a checkout path without them"
+	done
+}
+
 check_paths() {
-	[[ "$repo$results$here$(module_root "$kver")" != *[[:space:]]* ]] ||
-		die "the repository and results paths must not contain white space"
+	local m line
+	check_repo_path
+	m=$(module_root "$kver")
+	[[ "$results$m" != *[[:space:]\"]* ]] ||
+		die "the results path '$results' (VISOCK_RESULTS_DIR) or the module path '$m' contains white space or a quote: the guests get it on their kernel command line"
+	case "$m" in
+	/tmp/* | /run/* | /dev/*)
+		die "the guests cannot see $m (VISOCK_CACHE): they have their own /tmp, /run and /dev; use a cache outside them" ;;
+	esac
+	line=$(kernel_cmdline b persist)
+	[ "${#line}" -lt 2048 ] ||
+		die "the kernel command line of the guests would be ${#line} characters (at most 2047): use shorter repository, results or cache paths"
+}
+
+# qemu_opt_path PATH: PATH for a QEMU option value (a comma is doubled).
+qemu_opt_path() { echo "${1//,/,,}"; }
+
+# kernel_cmdline HOST MODE: the guest kernel's command line.
+kernel_cmdline() {
+	local modroot modarg=''
+	# A kernel whose modules are not in /lib/modules: guest.sh links
+	# its module tree there (the guest sees the host's / read-only).
+	modroot=$(module_root "$kver")
+	[ -z "$modroot" ] || modarg=" visock.modules=$modroot/lib/modules/$kver"
+	echo "console=ttyS0 quiet panic=-1 panic_on_warn=0 \
+visock.init=$here/guest.sh visock.host=$1 visock.mode=$2 \
+visock.src=$repo visock.results=$results$modarg$(vm_append "$kver")"
 }
 
 # ---------------------------------------------------------------------------
@@ -848,6 +889,7 @@ shift
 case "$cmd" in
 prepare) cmd_prepare "$@" ;;
 kver) [ $# = 1 ] || usage; resolve_kver "$1" ;;
+check-path) [ $# = 0 ] || usage; check_repo_path ;;
 run) cmd_run "$@" ;;
 start) cmd_start "$@" ;;
 exec) cmd_exec "$@" ;;
