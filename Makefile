@@ -91,8 +91,9 @@ check-debug:
 debug-kernel:
 	$(TESTING)/debug-kernel.sh build
 
-# Benchmark (not a test, not part of check): TCP, visock, raw verbs and
-# SMC-R side by side on the emulated hosts.  KERNEL=6.1|6.12 (default 6.12).
-bench: modules-testbed tools
-	$(MAKE) -C $(TESTING)/bench
+# Benchmark (not a test; make check runs a short one): TCP, visock, raw
+# verbs and SMC-R side by side on the emulated hosts.  KERNEL=6.1|6.12
+# (default 6.12).  run-bench.sh installs what it needs (deps.sh) and
+# builds the module, the tools and the benchmark programs.
+bench:
 	KERNEL=$(or $(KERNEL),6.12) $(TESTING)/bench/run-bench.sh

@@ -254,15 +254,7 @@ build_kunit_module() { # KVER KDIR
 }
 
 banner "debug kernel"
-missing=()
-for pkg in gcc make flex bison bc libelf-dev libssl-dev pahole python3 sparse; do
-	dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "check-debug: installing Debian packages: ${missing[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		--no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$T/deps.sh" debug || result 1 "dependencies (tools/testing/deps.sh debug)"
 if [ "$("$T/debug-kernel.sh" status)" != "up to date" ]; then
 	echo "check-debug: building the debug kernel (once; cached)"
 fi

@@ -13,9 +13,9 @@
 #   4. KUnit suites in a UML kernel (linux-source-6.12)
 #   5. the kselftests on two QEMU guests with Soft-RoCE, per kernel
 #
-# Installs the Debian packages it needs.  Each stage writes KTAP-style
-# results; the last line is "N passed, N failed, N skipped" and the exit
-# status is non-zero if anything failed.
+# Installs what it needs first (tools/testing/deps.sh).  Each stage
+# writes KTAP-style results; the last line is "N passed, N failed, N
+# skipped" and the exit status is non-zero if anything failed.
 #
 # Environment:
 #   VISOCK_CHECK_KERNELS   kernels to boot (default "6.1 6.12")
@@ -28,6 +28,9 @@ T="$ROOT/tools/testing"
 OUT="$ROOT/build/check"
 KERNELS=${VISOCK_CHECK_KERNELS:-6.1 6.12}
 SKIP=" ${VISOCK_CHECK_SKIP:-} "
+
+# A checkout the test bed cannot use is refused before any work.
+"$T/vm/vm.sh" check-path || exit 1
 
 passed=0 failed=0 skipped=0
 summary=()
@@ -66,32 +69,9 @@ result() {
 banner() { echo; echo "=== make check: $* ($(($(date +%s) - start)) s)"; }
 
 banner "dependencies"
-"$T/vm/vm.sh" prepare --kernel all || result 1 "test bed preparation"
-# sparse and dkms for the build stages, flex/bison/bc for the UML KUnit
-# kernel, iptables for the middlebox tests, clang/bpftool/libbpf-dev for
-# visock_redirect (the guests use host binaries, libbpf1 included);
-# iperf3, sockperf, nginx, curl, wrk and redis for the apps selftests.
-missing=()
-for pkg in gcc make sparse dkms flex bison bc python3 iptables clang bpftool \
-	libbpf-dev iperf3 sockperf nginx-light curl wrk redis-server redis-tools; do
-	dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "check: installing Debian packages: ${missing[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y \
-		--no-install-recommends "${missing[@]}" >/dev/null
-	# nginx and redis-server are for the guests (selftests apps.*): no
-	# services of theirs on this host.
-	for svc in nginx redis-server; do
-		if [ -d /run/systemd/system ]; then
-			systemctl disable --now -q "$svc" 2>/dev/null
-		elif [ -x "/etc/init.d/$svc" ]; then
-			update-rc.d "$svc" disable >/dev/null 2>&1
-			"/etc/init.d/$svc" stop >/dev/null 2>&1
-		fi
-	done
-fi
-"$T/linux-source.sh" >/dev/null || result 1 "linux-source-6.12"
+# Everything demo, check and bench need (tools/testing/deps.sh): Debian
+# packages, QEMU, both test-bed kernels, the initramfs, the kernel source.
+"$T/deps.sh" check || result 1 "dependencies (tools/testing/deps.sh check)"
 # Headers, compiler and sparse of Debian's 7.3 kernel: a trixie chroot in
 # the cache (a few minutes the first time, then nothing).
 "$T/kernel-chroot.sh" prepare 7.3 || result 1 "7.3 build chroot"

@@ -11,7 +11,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T="$ROOT/tools/testing"
 KERNEL=${KERNEL:-6.12}
 
-"$T/vm/vm.sh" prepare --kernel "$KERNEL"
+"$T/deps.sh" demo --kernel "$KERNEL"
 "$T/build-module.sh" "$KERNEL"
 make -s -C "$ROOT/tools/visock"
 VISOCK_VM_INSTANCE=${VISOCK_VM_INSTANCE:-9} \

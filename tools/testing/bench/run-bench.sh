@@ -26,7 +26,7 @@
 # Documentation/networking/visock/bench.rst).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd -P)
 T=$ROOT/tools/testing
 KERNEL=${KERNEL:-6.12}
 export VISOCK_VM_INSTANCE=${VISOCK_VM_INSTANCE:-8}
@@ -37,19 +37,13 @@ case ${1:-} in
 *) sed -n '4,27s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac
 
-"$T/vm/vm.sh" prepare --kernel "$KERNEL"
-# The chart; the guests need nothing more than vm.sh prepare installs.
-if ! command -v gnuplot >/dev/null; then
-	echo "run-bench.sh: installing gnuplot-nox (the PNG chart)"
-	if [ "$(id -u)" = 0 ]; then sudo=(); else sudo=(sudo); fi
-	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		--no-install-recommends gnuplot-nox >/dev/null ||
-		echo "run-bench.sh: gnuplot-nox not installed: no chart" >&2
-fi
+# Packages (gnuplot for the chart), the test-bed kernel, QEMU.
+"$T/deps.sh" bench --kernel "$KERNEL"
 kver=$("$T/vm/vm.sh" kver "$KERNEL")
-# make bench builds the module with modules-testbed; standalone runs
-# build it here if it is missing.
-[ -f "$ROOT/build/$kver/visock.ko" ] || "$T/build-module.sh" "$KERNEL"
+# The module for the bench kernel (W=1, sparse), visock_run and the
+# benchmark programs: all incremental.
+"$T/build-module.sh" "$KERNEL"
+make -s -C "$ROOT/tools/visock"
 make -s -C "$T/bench"
 
 args=()
