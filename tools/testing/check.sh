@@ -11,7 +11,8 @@
 #      warning fails)
 #   3. dkms add + build for both kernels (private DKMS tree)
 #   4. KUnit suites in a UML kernel (linux-source-6.12)
-#   5. the kselftests on two QEMU guests with Soft-RoCE, per kernel
+#   5. make demo and a short make bench from a copy of the tree in /tmp
+#   6. the kselftests on two QEMU guests with Soft-RoCE, per kernel
 #
 # Installs what it needs first (tools/testing/deps.sh).  Each stage
 # writes KTAP-style results; the last line is "N passed, N failed, N
@@ -19,7 +20,7 @@
 #
 # Environment:
 #   VISOCK_CHECK_KERNELS   kernels to boot (default "6.1 6.12")
-#   VISOCK_CHECK_SKIP      stages to leave out, e.g. "kunit dkms" (the
+#   VISOCK_CHECK_SKIP      stages to leave out, e.g. "kunit dkms demo" (the
 #                          closing line then says what was left out)
 set -uo pipefail
 
@@ -130,6 +131,35 @@ banner "selftests (build)"
 rc=$?
 [ $rc = 0 ] || cat "$OUT/selftests-build.log"
 result $rc "selftests build"
+
+# make demo and a short make bench, as a newcomer runs them, from a copy
+# of this tree in /tmp (the guests have a /tmp of their own, so this
+# proves the bed does not depend on where the checkout is).
+if stage_wanted demo; then
+	banner "make demo and a short make bench, from a checkout in /tmp"
+	copy=$(mktemp -d /tmp/visock-check.XXXXXX)
+	tar -C "$ROOT" --exclude=./build --exclude=./.git -cf - . | tar -C "$copy" -xf -
+	VISOCK_VM_INSTANCE=${VISOCK_VM_INSTANCE:-0} "$copy/tools/testing/demo.sh" \
+		>"$OUT/demo.log" 2>&1
+	rc=$?
+	[ $rc = 0 ] || tail -40 "$OUT/demo.log"
+	sed -n '/^=== make demo: summary/,$p' "$OUT/demo.log"
+	result $rc "make demo from $copy"
+	# The smallest bench that runs visock and TCP side by side.
+	VISOCK_VM_INSTANCE=${VISOCK_VM_INSTANCE:-0} KERNEL=6.12 \
+		BENCH_ONLY="tcp visock stream rtt" BENCH_SECS=1 BENCH_WSIZES=65536 \
+		BENCH_MSGS=64 BENCH_ROUNDS=200 BENCH_WARMUP=20 \
+		"$copy/tools/testing/bench/run-bench.sh" >"$OUT/bench.log" 2>&1
+	rc=$?
+	tail -25 "$OUT/bench.log"
+	# Both transports measured (a part that could not run is a NOTE).
+	res=$(sed -n 's/^results: \([^ ]*\) .*/\1/p' "$OUT/bench.log")
+	for l in tcp visock; do
+		[ -n "$res" ] && grep -q "^RESULT label=$l test=stream " "$res/bench.txt" || rc=1
+	done
+	result $rc "make bench (short) from $copy"
+	rm -rf "$copy"
+fi
 
 for k in $KERNELS; do
 	stage_wanted "vm-$k" || continue
