@@ -158,6 +158,9 @@ if stage_wanted demo; then
 		[ -n "$res" ] && grep -q "^RESULT label=$l test=stream " "$res/bench.txt" || rc=1
 	done
 	result $rc "make bench (short) from $copy"
+	# The guests' logs and results outlive the copy.
+	cp -a "$copy/build/demo" "$OUT/demo" 2>/dev/null
+	cp -a "$copy/build/bench" "$OUT/bench" 2>/dev/null
 	rm -rf "$copy"
 fi
 
