@@ -66,6 +66,7 @@
 #include "visock_rdma.h"
 #include "visock_trace.h"
 #include "visock_fault.h"
+#include "visock_sockopt.h"
 
 struct proto visock_proto = {
 	.name		= "VISOCK",
@@ -951,45 +952,6 @@ static int visock_recvmsg(struct socket *sock, struct msghdr *msg,
 	return ret;
 }
 
-/*
- * SOL_SOCKET options that change how the TCP connection behaves: they are
- * set on the visock socket (which getsockopt() reads) and on the internal
- * TCP socket (which acts on them).
- */
-static bool visock_sol_socket_mirrored(int optname)
-{
-	switch (optname) {
-	case SO_REUSEADDR:
-	case SO_REUSEPORT:
-	case SO_KEEPALIVE:
-	case SO_LINGER:
-	case SO_RCVBUF:
-	case SO_SNDBUF:
-	case SO_RCVBUFFORCE:
-	case SO_SNDBUFFORCE:
-	case SO_RCVLOWAT:
-	case SO_RCVTIMEO_OLD:
-	case SO_RCVTIMEO_NEW:
-	case SO_SNDTIMEO_OLD:
-	case SO_SNDTIMEO_NEW:
-	case SO_PRIORITY:
-	case SO_MARK:
-	case SO_BINDTODEVICE:
-	case SO_BINDTOIFINDEX:
-	case SO_DONTROUTE:
-	case SO_OOBINLINE:
-	case SO_INCOMING_CPU:
-	case SO_MAX_PACING_RATE:
-	case SO_TIMESTAMP_OLD:
-	case SO_TIMESTAMP_NEW:
-	case SO_TIMESTAMPNS_OLD:
-	case SO_TIMESTAMPNS_NEW:
-		return true;
-	default:
-		return false;
-	}
-}
-
 #define VISOCK_SOCKOPT_MAX	64
 
 /*
@@ -1021,7 +983,8 @@ static int visock_setsockopt_socket(struct socket *sock, int optname,
 	unsigned int len;
 	int err;
 
-	if (!visock_sol_socket_mirrored(optname))
+	/* Those TCP acts on go to both sockets, the others to ours only. */
+	if (!visock_sockopt_forwarded(SOL_SOCKET, optname))
 		return sock_setsockopt(sock, SOL_SOCKET, optname, optval,
 				       optlen);
 
@@ -1065,12 +1028,8 @@ static int visock_setsockopt(struct socket *sock, int level, int optname,
 		return visock_setsockopt_socket(sock, optname, optval, optlen);
 	if (level == SOL_VISOCK)
 		return visock_setsockopt_visock(vsk, optname, optval, optlen);
-	/*
-	 * An upper layer protocol would own the internal socket's byte
-	 * stream, which also carries visock's handshake and failover
-	 * messages.
-	 */
-	if (level == SOL_TCP && optname == TCP_ULP)
+	/* The internal socket carries visock's messages too. */
+	if (!visock_sockopt_forwarded(level, optname))
 		return -EOPNOTSUPP;
 	visock_tcp_sync_opts(vsk);
 	return vsk->tcp->ops->setsockopt(vsk->tcp, level, optname, optval,
@@ -1120,6 +1079,8 @@ static int visock_getsockopt(struct socket *sock, int level, int optname,
 	int len;
 
 	if (level != SOL_VISOCK) {
+		if (!visock_sockopt_forwarded(level, optname))
+			return -EOPNOTSUPP;
 		visock_tcp_sync_opts(vsk);
 		return vsk->tcp->ops->getsockopt(vsk->tcp, level, optname,
 						 optval, optlen);
