@@ -205,6 +205,7 @@ void visock_sk_init(struct sock *sk, int family)
 	INIT_LIST_HEAD(&vsk->accept_q);
 	INIT_LIST_HEAD(&vsk->accept_link);
 	vsk->accept_len = 0;
+	vsk->accept_hs = 0;
 	INIT_WORK(&vsk->accept_work, visock_accept_work);
 	visock_hs_init(vsk);
 	visock_diag_link_sock(vsk);
@@ -433,6 +434,8 @@ void visock_child_settled(struct visock_sock *child)
 	bool queued = false;
 
 	lock_sock(lsk);
+	/* It moves to the accept queue, or frees its place. */
+	WRITE_ONCE(lvsk->accept_hs, lvsk->accept_hs - 1);
 	/*
 	 * As TCP, accept() also returns a connection that was reset after
 	 * it was set up (by the peer, or because its link died): reading
@@ -445,12 +448,29 @@ void visock_child_settled(struct visock_sock *child)
 		child->listener = NULL;
 		visock_accept_enqueue(lvsk, child);
 		queued = true;
+	} else if (lsk->sk_state == TCP_LISTEN) {
+		/* Room for one more of the connections TCP holds. */
+		visock_listen_kick(lvsk);
 	}
 	release_sock(lsk);
 	if (queued)
 		sock_put(lsk);
 	else
 		visock_child_destroy(child);
+}
+
+/*
+ * May the listener take one more connection from TCP?  Children in their
+ * handshake count as if queued: together at most sk_max_ack_backlog + 1,
+ * what TCP's own accept queue holds.  The others wait in TCP's queue,
+ * and beyond it TCP drops or answers with SYN cookies as for any
+ * listener; a visock client's handshake then times out.
+ */
+static bool visock_accept_room(const struct visock_sock *lvsk)
+{
+	lockdep_assert_held(&lvsk->sk.sk_lock);
+	return READ_ONCE(lvsk->accept_len) + lvsk->accept_hs <=
+	       READ_ONCE(lvsk->sk.sk_max_ack_backlog);
 }
 
 /*
@@ -468,9 +488,7 @@ static void visock_accept_work(struct work_struct *work)
 	int err;
 
 	lock_sock(lsk);
-	while (lsk->sk_state == TCP_LISTEN &&
-	       READ_ONCE(lvsk->accept_len) <=
-	       READ_ONCE(lsk->sk_max_ack_backlog)) {
+	while (lsk->sk_state == TCP_LISTEN && visock_accept_room(lvsk)) {
 		err = kernel_accept(lvsk->tcp, &tcp, O_NONBLOCK);
 		if (err)
 			break;
@@ -485,6 +503,9 @@ static void visock_accept_work(struct work_struct *work)
 			child->listener = NULL;
 			sock_put(lsk);	/* still held by our caller */
 			visock_accept_enqueue(lvsk, child);
+		} else {
+			/* Until visock_child_settled(), under our lock. */
+			WRITE_ONCE(lvsk->accept_hs, lvsk->accept_hs + 1);
 		}
 	}
 	release_sock(lsk);

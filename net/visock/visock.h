@@ -106,10 +106,14 @@ struct visock_totals {
  *	peer's closed or abort flag has not arrived)
  * @lgr_stale: receives dropped for unknown or stale tokens (a counter,
  *	summed over the QPs that exist)
+ * @listen_queued: settled connections waiting for accept(), all listeners
+ * @listen_hs: connections of listeners whose handshake still runs
  */
 struct visock_gauges {
 	u64 sockets;
 	u64 closing;
+	u64 listen_queued;
+	u64 listen_hs;
 	u64 qps;
 	u64 links_up;
 	u64 reg_bytes;
@@ -259,6 +263,9 @@ struct visock_net {
  *	taken inside lock_sock(@sk) or on its own, never the other way
  * @accept_q: accepted children whose handshake has settled, FIFO
  * @accept_len: length of @accept_q
+ * @accept_hs: children whose handshake still runs (listener only); with
+ *	@accept_len at most sk_max_ack_backlog + 1, as TCP's accept queue.
+ *	Written under lock_sock(@sk), read locklessly for the gauges
  * @accept_work: pulls new connections from @tcp into @accept_q
  * @accept_link: entry in the parent listener's @accept_q
  * @hs_state: enum visock_hs_state, under lock_sock(@sk)
@@ -321,6 +328,7 @@ struct visock_sock {
 	spinlock_t accept_lock;
 	struct list_head accept_q;
 	unsigned int accept_len;
+	unsigned int accept_hs;
 	struct work_struct accept_work;
 	struct list_head accept_link;
 

@@ -389,7 +389,8 @@ static const struct sock_diag_handler visock_diag_handler = {
  *
  * Counts the sockets of @net in one pass over its list: those in use
  * (as visock_diag_walk() would visit them: not torn down, referenced)
- * and those whose teardown started but is not over.  A snapshot taken
+ * and those whose teardown started but is not over, and the connections
+ * that listeners hold for accept().  A snapshot taken
  * under the list lock, without the sockets' locks.  Then adds the link
  * groups' QPs, connections and registered memory.
  *
@@ -407,6 +408,9 @@ void visock_diag_gauges(struct net *net, struct visock_gauges *g)
 			g->closing++;
 		else if (refcount_read(&vsk->sk.sk_refcnt))
 			g->sockets++;
+		/* Children of listeners, also of one that is closing. */
+		g->listen_queued += READ_ONCE(vsk->accept_len);
+		g->listen_hs += READ_ONCE(vsk->accept_hs);
 	}
 	spin_unlock_bh(&vn->sk_lock);
 	visock_lgr_gauges(net, g);

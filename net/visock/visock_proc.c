@@ -159,6 +159,8 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	visock_diag_gauges(net, &g);
 	seq_printf(seq, "sockets %llu\n", g.sockets);
 	seq_printf(seq, "sockets_closing %llu\n", g.closing);
+	seq_printf(seq, "listen_queued %llu\n", g.listen_queued);
+	seq_printf(seq, "listen_handshaking %llu\n", g.listen_hs);
 	seq_printf(seq, "qps %llu\n", g.qps);
 	seq_printf(seq, "links_up %llu\n", g.links_up);
 	seq_printf(seq, "registered_bytes %llu\n", g.reg_bytes);
