@@ -569,7 +569,7 @@ typedef int (*visock_diag_fn_t)(struct visock_sock *vsk, void *arg);
 void visock_diag_net_init(struct net *net);
 void visock_diag_net_exit(struct net *net);
 int visock_diag_walk(struct net *net, u64 *after, visock_diag_fn_t fn,
-		     void *arg);
+		     visock_diag_fn_t busy, void *arg);
 void visock_diag_addrs(const struct visock_sock *vsk,
 		       struct visock_diag_msg *m);
 void visock_diag_link_sock(struct visock_sock *vsk);

@@ -10,14 +10,24 @@
  * VISOCK_F_DIAG_GONE under its lock_sock(), before the teardown releases
  * anything a reader looks at (internal TCP socket, link, data path).
  *
- * A reader (visock_diag_walk(): the NETLINK_SOCK_DIAG dump for AF_VISOCK,
- * the link dump and the gauges of the generic netlink family) takes a
- * reference on a socket under the list lock, drops the lock, and looks at
- * the socket under its lock_sock(), skipping it if it is marked.  The
- * reference keeps the socket, and with it its list entry, alive, so the
- * walk continues from there.  No lock is shared by sockets of different
+ * A reader (visock_diag_walk(): the NETLINK_SOCK_DIAG dump for AF_VISOCK
+ * and the link dump of the generic netlink family) takes a reference on
+ * a socket under the list lock, drops the lock, and looks at the socket
+ * under its lock_sock(), skipping it if it is marked.  The reference
+ * keeps the socket, and with it its list entry, alive, so the walk
+ * continues from there.  No lock is shared by sockets of different
  * namespaces, and a close takes no lock other than its own socket's and,
  * in the destructor, its namespace's list lock for an instant.
+ *
+ * A reader never waits for lock_sock(): its owner may be stalled for as
+ * long as a user likes (a sendmsg() copying from a page that a
+ * userfaultfd never provides), and a dump must not hang with it.  A
+ * socket that someone else owns is "busy": the reader looks at it under
+ * the socket's spinlock instead, which keeps the owner from releasing
+ * the socket and so, if it is not marked, keeps its teardown from
+ * starting to free anything, and reads only what does not change under
+ * the owner's feet: the state, mode, addresses and owner, not the link
+ * or the data path.
  *
  * Locks, outermost first:
  *   lock_sock() of a visock socket
@@ -141,6 +151,35 @@ static struct visock_sock *visock_diag_next(struct visock_net *vn,
 	return found;
 }
 
+/*
+ * Look at @vsk: under its lock_sock() with @fn if nobody owns it, else
+ * ("busy") under its spinlock with @busy, if given.  Never waits for an
+ * owner.
+ */
+static int visock_diag_visit(struct visock_sock *vsk, visock_diag_fn_t fn,
+			     visock_diag_fn_t busy, void *arg)
+{
+	struct sock *sk = &vsk->sk;
+	int err = 0;
+
+	spin_lock_bh(&sk->sk_lock.slock);
+	if (sock_owned_by_user_nocheck(sk)) {
+		if (busy && !test_bit(VISOCK_F_DIAG_GONE, &vsk->flags))
+			err = busy(vsk, arg);
+		spin_unlock_bh(&sk->sk_lock.slock);
+		return err;
+	}
+	/* What lock_sock() does when the socket is free, without waiting. */
+	mutex_acquire(&sk->sk_lock.dep_map, 0, 1, _RET_IP_);
+	sk->sk_lock.owned = 1;
+	spin_unlock_bh(&sk->sk_lock.slock);
+
+	if (!test_bit(VISOCK_F_DIAG_GONE, &vsk->flags))
+		err = fn(vsk, arg);
+	release_sock(sk);
+	return err;
+}
+
 /**
  * visock_diag_walk() - look at every live socket of a namespace
  * @net: the namespace
@@ -148,14 +187,20 @@ static struct visock_sock *visock_diag_next(struct visock_net *vn,
  *	the beginning; out: number of the last socket @fn accepted
  * @fn: called for each socket numbered above *@after that is not being
  *	torn down, under the socket's lock_sock(); returns 0 to go on
- * @arg: passed to @fn
+ * @busy: called instead of @fn, in atomic context under the socket's
+ *	spinlock, for such a socket whose lock_sock() another task holds;
+ *	it must not look at the link or the data path.  NULL: such sockets
+ *	are left out
+ * @arg: passed to @fn and @busy
+ *
+ * Never waits for another task's lock_sock().
  *
  * Context: process context, no socket lock held; may sleep.
- * Return: 0 after the last socket, or the first nonzero value of @fn
- *	(*@after then names the socket before the one @fn refused).
+ * Return: 0 after the last socket, or the first nonzero value of @fn or
+ *	@busy (*@after then names the socket before the one refused).
  */
 int visock_diag_walk(struct net *net, u64 *after, visock_diag_fn_t fn,
-		     void *arg)
+		     visock_diag_fn_t busy, void *arg)
 {
 	struct visock_net *vn = visock_net(net);
 	struct visock_sock *vsk, *next;
@@ -163,10 +208,7 @@ int visock_diag_walk(struct net *net, u64 *after, visock_diag_fn_t fn,
 
 	vsk = visock_diag_next(vn, NULL, *after);
 	while (vsk) {
-		lock_sock(&vsk->sk);
-		if (!test_bit(VISOCK_F_DIAG_GONE, &vsk->flags))
-			err = fn(vsk, arg);
-		release_sock(&vsk->sk);
+		err = visock_diag_visit(vsk, fn, busy, arg);
 		if (err) {
 			sock_put(&vsk->sk);
 			break;
@@ -267,10 +309,13 @@ static bool visock_diag_match(struct visock_sock *vsk,
 	return true;
 }
 
-/* One socket into @skb.  Under lock_sock(). */
+/*
+ * One socket into @skb.  Under lock_sock(), or @busy: under the socket's
+ * spinlock, without the link and the data path.
+ */
 static int visock_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 			    struct visock_sock *vsk,
-			    const struct visock_diag_req *req)
+			    const struct visock_diag_req *req, bool busy)
 {
 	struct user_namespace *user_ns = sk_user_ns(NETLINK_CB(cb->skb).sk);
 	struct sock *sk = &vsk->sk;
@@ -296,6 +341,12 @@ static int visock_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 	m->vdiag_ino = sock_i_ino(sk);
 	m->vdiag_id = vsk->diag_id;
 
+	if (busy) {
+		if (nla_put_flag(skb, VISOCK_DIAG_BUSY))
+			goto cancel;
+		nlmsg_end(skb, nlh);
+		return 0;
+	}
 	if (req->vdiag_show & VISOCK_SHOW_INFO) {
 		visock_diag_info(vsk, &info);
 		if (nla_put(skb, VISOCK_DIAG_INFO, sizeof(info), &info))
@@ -332,7 +383,16 @@ static int visock_diag_dump_one(struct visock_sock *vsk, void *arg)
 
 	if (!visock_diag_match(vsk, ctx->req))
 		return 0;
-	return visock_diag_fill(ctx->skb, ctx->cb, vsk, ctx->req);
+	return visock_diag_fill(ctx->skb, ctx->cb, vsk, ctx->req, false);
+}
+
+static int visock_diag_dump_busy(struct visock_sock *vsk, void *arg)
+{
+	struct visock_diag_dump_ctx *ctx = arg;
+
+	if (!visock_diag_match(vsk, ctx->req))
+		return 0;
+	return visock_diag_fill(ctx->skb, ctx->cb, vsk, ctx->req, true);
 }
 
 /*
@@ -348,7 +408,8 @@ static int visock_diag_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	};
 	u64 after = cb->args[0];
 
-	visock_diag_walk(sock_net(skb->sk), &after, visock_diag_dump_one, &ctx);
+	visock_diag_walk(sock_net(skb->sk), &after, visock_diag_dump_one,
+			 visock_diag_dump_busy, &ctx);
 	cb->args[0] = after;
 	return skb->len;
 }

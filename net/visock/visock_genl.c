@@ -490,8 +490,9 @@ static int visock_genl_get_links(struct sk_buff *skb,
 	u64 after = cb->args[0];
 	int err;
 
+	/* A socket busy in another task's call keeps its link to itself. */
 	err = visock_diag_walk(sock_net(skb->sk), &after,
-			       visock_genl_link_fill, &ctx);
+			       visock_genl_link_fill, NULL, &ctx);
 	cb->args[0] = after;
 	/* A link that does not fit into an empty message never will. */
 	if (err && !ctx.msgs)

@@ -559,7 +559,7 @@ static bool sock_match(const struct visock_diag_msg *m,
 static void print_socket(const struct visock_diag_msg *m,
 			 const struct visock_info *vi,
 			 const struct visock_diag_ring *ring,
-			 const struct visock_diag_link *link,
+			 const struct visock_diag_link *link, bool busy,
 			 struct sock_filter_opts *o)
 {
 	char local[64], peer[64];
@@ -581,7 +581,7 @@ static void print_socket(const struct visock_diag_msg *m,
 		       "\"uid\":%u,\"inode\":%u,\"tcp_state\":\"%s\","
 		       "\"version\":%u,\"local_qpn\":%u,\"peer_qpn\":%u,"
 		       "\"rbuf_size\":%u,\"peer_rbuf_size\":%u,"
-		       "\"link_up\":%s,"
+		       "\"link_up\":%s,\"busy\":%s,"
 		       "\"rdma_bytes_sent\":%" PRIu64 ","
 		       "\"rdma_bytes_rcvd\":%" PRIu64 ","
 		       "\"tcp_bytes_sent\":%" PRIu64 ","
@@ -599,6 +599,7 @@ static void print_socket(const struct visock_diag_msg *m,
 		       vi->vi_local_qpn, vi->vi_peer_qpn, vi->vi_rbuf_size,
 		       vi->vi_peer_rbuf_size,
 		       vi->vi_flags & VISOCK_INFO_F_LINK_UP ? "true" : "false",
+		       busy ? "true" : "false",
 		       (uint64_t)vi->vi_rdma_bytes_sent,
 		       (uint64_t)vi->vi_rdma_bytes_rcvd,
 		       (uint64_t)vi->vi_tcp_bytes_sent,
@@ -655,7 +656,8 @@ static void print_socket(const struct visock_diag_msg *m,
 			printf("%s/%u\n", link->vdl_dev[0] ? link->vdl_dev : "-",
 			       link->vdl_qpn);
 		else
-			printf("-\n");
+			/* Busy: a call held the socket, no details read. */
+			printf("%s\n", busy ? "busy" : "-");
 	}
 	o->count++;
 }
@@ -697,7 +699,7 @@ static void diag_cb(const struct nlmsghdr *nlh, void *arg)
 		have_link = true;
 	}
 	print_socket(m, have_vi ? &vi : NULL, have_ring ? &ring : NULL,
-		     have_link ? &link : NULL, arg);
+		     have_link ? &link : NULL, !!tb[VISOCK_DIAG_BUSY], arg);
 }
 
 static void diag_dump(uint32_t states, uint32_t modes, uint32_t ino,

@@ -279,6 +279,11 @@ enum {
 	VISOCK_DIAG_INFO,	/* struct visock_info, as VISOCK_INFO */
 	VISOCK_DIAG_RING,	/* struct visock_diag_ring (RDMA mode) */
 	VISOCK_DIAG_LINK,	/* struct visock_diag_link (with a link) */
+	/*
+	 * flag: another task held the socket's lock (a call in progress);
+	 * only struct visock_diag_msg is filled in, no other attribute
+	 */
+	VISOCK_DIAG_BUSY,
 	__VISOCK_DIAG_MAX,
 };
 
