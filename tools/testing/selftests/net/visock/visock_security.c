@@ -10,10 +10,12 @@
  * or the user asked for grows without bound.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <netinet/in.h>
@@ -294,12 +296,210 @@ static void sockopt_allowlist(struct vt_ctx *c)
 		  bad);
 }
 
+/* ---- backlog_bound ---- */
+
+#define BL_BACKLOG	4
+#define BL_CONNS	(10 * BL_BACKLOG + 50)
+#define BL_BOUND	(BL_BACKLOG + 1)	/* as TCP's accept queue */
+#define SOCKS_PATH	HU_DEBUGFS_DIR "socks"
+
+/* Inode number of this process's network namespace. */
+static unsigned long long netns_inum(void)
+{
+	struct stat st;
+
+	vt_try(stat("/proc/self/ns/net", &st), "stat(/proc/self/ns/net)");
+	return (unsigned long long)st.st_ino;
+}
+
+/*
+ * Live established visock socks of namespace @net numbered above @after
+ * (debugfs "socks"); *@max_id gets the highest number seen, if given.
+ */
+static int count_socks(unsigned long long net, unsigned long long after,
+		       unsigned long long *max_id)
+{
+	unsigned long long n, id;
+	unsigned int ref, state;
+	int orphan, count = 0;
+	char line[512];
+	const char *o;
+	FILE *f;
+
+	f = fopen(SOCKS_PATH, "re");
+	vt_assert(f, "%s: %s", SOCKS_PATH, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "net %llu id %llu ref %u state %u", &n, &id,
+			   &ref, &state) != 4 || n != net)
+			continue;
+		if (max_id && id > *max_id)
+			*max_id = id;
+		o = strstr(line, " orphan ");
+		orphan = o ? atoi(o + 8) : 0;
+		if (id > after && state == 1 && !orphan)
+			count++;
+	}
+	fclose(f);
+	return count;
+}
+
+/*
+ * backlog_bound, server: a listener with backlog BL_BACKLOG that does not
+ * accept while the client connects BL_CONNS times.  Its children (in
+ * their handshake or waiting for accept()) never exceed BL_BOUND.  Then
+ * it accepts the queued ones, each of which carries a byte.
+ */
+static void backlog_bound_server(struct vt_ctx *c)
+{
+	unsigned long long net = netns_inum(), base = 0;
+	int lfd, n, max = 0, samples = 0, queued, fds[BL_BOUND + 8], i;
+	struct pollfd p;
+
+	hu_need_rdma(c);
+	vt_assert(hu_debugfs_ready("socks"), "no %s", SOCKS_PATH);
+	lfd = su_listen(VT_FAMILY_VISOCK, false, BL_BACKLOG, 0);
+	count_socks(net, 0, &base);
+	su_send_port(c, lfd);
+
+	/* Sample until the client says every connect() has had its turn. */
+	p.fd = c->ctl;
+	p.events = POLLIN;
+	for (;;) {
+		n = count_socks(net, base, NULL);
+		samples++;
+		if (n > max)
+			max = n;
+		if (poll(&p, 1, 20) > 0)
+			break;
+	}
+	vt_expect(c, "FLOODED");
+	queued = (int)hu_proc_get("listen_queued");
+	vt_diag("children: at most %d in %d samples (bound %d); queued now %d, handshaking %lld",
+		max, samples, BL_BOUND, queued,
+		hu_proc_get("listen_handshaking"));
+	vt_assert(max <= BL_BOUND,
+		  "a listener with backlog %d held %d connections (bound %d)",
+		  BL_BACKLOG, max, BL_BOUND);
+	vt_assert(queued >= 1 && queued <= BL_BOUND,
+		  "listen_queued %d, expected 1..%d", queued, BL_BOUND);
+
+	/* The queued connections work. */
+	vt_send_num(c, "queued", queued);
+	for (i = 0; i < queued; i++) {
+		fds[i] = su_accept(lfd, 0);
+		su_write_all(fds[i], "k", 1);
+	}
+	vt_expect(c, "READ");
+	for (i = 0; i < queued; i++)
+		close(fds[i]);
+	close(lfd);
+	vt_sync(c, "closed");
+}
+
+/* An error a connect() beyond the backlog may end with. */
+static bool clean_connect_err(int err)
+{
+	return err == ETIMEDOUT || err == ECONNREFUSED || err == ECONNRESET;
+}
+
+/*
+ * backlog_bound, client: BL_CONNS non-blocking connects; every one that
+ * fails does so with a clean error; the connections the server accepted
+ * each receive its byte.
+ */
+static void backlog_bound_client(struct vt_ctx *c)
+{
+	struct sockaddr_storage ss;
+	int fds[BL_CONNS], state[BL_CONNS], errs[BL_CONNS], i, port, queued;
+	int nconn = 0, nfail = 0, nbad = 0, got = 0, err, ms;
+	ssize_t n;
+	struct pollfd p[BL_CONNS];
+	socklen_t len, alen;
+	char b;
+
+	hu_need_rdma(c);
+	port = su_recv_port(c);
+	alen = su_peer_addr(c, false, port, &ss);
+	for (i = 0; i < BL_CONNS; i++) {
+		fds[i] = su_socket(VT_FAMILY_VISOCK, false, SOCK_NONBLOCK);
+		state[i] = 0;	/* 0 not known yet, 1 got its byte, 2 ended */
+		errs[i] = 0;
+		if (connect(fds[i], (struct sockaddr *)&ss, alen) &&
+		    errno != EINPROGRESS)
+			vt_fail("connect %d: %s", i, vt_errname(errno));
+	}
+	/*
+	 * Give every connect() time to go through TCP and the handshake
+	 * (or to time out in it): three handshake timeouts.
+	 */
+	ms = 3 * (int)hu_read_ll(HU_SYSCTL_DIR "handshake_timeout_ms");
+	usleep((useconds_t)ms * 1000);
+	vt_send(c, "FLOODED");
+	queued = (int)vt_recv_num(c, "queued");
+
+	/* Each accepted connection receives one byte; none other does. */
+	for (ms = 0; got < queued && ms < SU_WAIT_MS; ms += 50) {
+		for (i = 0; i < BL_CONNS; i++) {
+			p[i].fd = state[i] ? -1 : fds[i];
+			p[i].events = POLLIN;
+		}
+		poll(p, BL_CONNS, 50);
+		for (i = 0; i < BL_CONNS; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			n = recv(fds[i], &b, 1, 0);
+			if (n == 1 && b == 'k') {
+				state[i] = 1;
+				got++;
+			} else if (n == 0 || errno != EAGAIN) {
+				/* The error is consumed: keep it. */
+				state[i] = 2;
+				errs[i] = n ? errno : 0;
+			}
+		}
+	}
+	vt_assert(got == queued, "%d connections got their byte, %d accepted",
+		  got, queued);
+	vt_send(c, "READ");
+	vt_sync(c, "closed");
+
+	/* The others: connected over TCP, pending, or failed cleanly. */
+	for (i = 0; i < BL_CONNS; i++) {
+		if (state[i] == 1)
+			continue;
+		err = errs[i];
+		len = sizeof(err);
+		if (!state[i])
+			vt_try(getsockopt(fds[i], SOL_SOCKET, SO_ERROR, &err,
+					  &len), "getsockopt(SO_ERROR)");
+		if (state[i] == 2 && !err) {
+			nfail++;	/* end of stream */
+		} else if (!err && su_poll(fds[i], POLLOUT, 0) & POLLOUT) {
+			nconn++;
+		} else if (err) {
+			nfail++;
+			if (!clean_connect_err(err)) {
+				vt_diag("connection %d: %s", i, vt_errname(err));
+				nbad++;
+			}
+		}
+	}
+	vt_diag("%d accepted, %d others connected, %d failed, %d pending",
+		queued, nconn, nfail, BL_CONNS - queued - nconn - nfail);
+	for (i = 0; i < BL_CONNS; i++)
+		close(fds[i]);
+	vt_assert(!nbad, "%d connections failed with an unexpected error",
+		  nbad);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
 	T(tcp_ulp, 60, "TCP_ULP refused on every visock socket"),
 	T(sockopt_allowlist, 60,
 	  "only allowed options reach the internal TCP socket"),
+	{ "backlog_bound", backlog_bound_client, backlog_bound_server, 120,
+	  "a listener holds at most backlog + 1 connections" },
 };
 
 int main(int argc, char **argv)
