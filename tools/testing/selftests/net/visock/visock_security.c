@@ -10,17 +10,24 @@
  * or the user asked for grows without bound.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <linux/userfaultfd.h>
 #include <linux/visock.h>
 
 #include "harness.h"
@@ -492,6 +499,228 @@ static void backlog_bound_client(struct vt_ctx *c)
 		  nbad);
 }
 
+/* ---- diag_stalled ---- */
+
+#define STALL_LEN	8192
+#define CTL_BOUND_S	30	/* a dump that takes longer hangs */
+
+static const char *visockctl_bin(void)
+{
+	static char path[512];
+	const char *env = getenv("VISOCKCTL");
+	const char *src = getenv("VISOCK_SRC");
+
+	if (env && *env)
+		return env;
+	if (src && *src) {
+		snprintf(path, sizeof(path), "%s/tools/visock/visockctl", src);
+		if (!access(path, X_OK))
+			return path;
+	}
+	return "visockctl";
+}
+
+/*
+ * Run "visockctl @args --json" with its output in @out.  Returns its
+ * exit status, or -1 if it had not finished after CTL_BOUND_S seconds
+ * (it is then left running; *@pid names it).
+ */
+static int run_visockctl(const char *args, char *out, size_t size,
+			 pid_t *pid)
+{
+	char tmpl[] = "/tmp/visock_sec_XXXXXX", cmd[640];
+	int fd, st, i;
+	ssize_t n;
+
+	fd = (int)vt_try(mkstemp(tmpl), "mkstemp");
+	unlink(tmpl);
+	snprintf(cmd, sizeof(cmd), "exec %s %s --json", visockctl_bin(), args);
+	*pid = fork();
+	vt_assert(*pid >= 0, "fork: %s", strerror(errno));
+	if (!*pid) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < CTL_BOUND_S * 10 * (int)vt_time_scale; i++) {
+		if (waitpid(*pid, &st, WNOHANG) == *pid)
+			break;
+		usleep(100 * 1000);
+	}
+	if (i == CTL_BOUND_S * 10 * (int)vt_time_scale) {
+		close(fd);
+		return -1;
+	}
+	n = pread(fd, out, size - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The JSON object of @out with "inode":@ino, up to its end; or NULL. */
+static const char *json_obj(const char *out, unsigned long ino,
+			    char *buf, size_t size)
+{
+	const char *p, *start, *end;
+	char pat[48];
+
+	snprintf(pat, sizeof(pat), "\"inode\":%lu,", ino);
+	p = strstr(out, pat);
+	if (!p)
+		return NULL;
+	for (start = p; start > out && *start != '{'; start--)
+		;
+	end = strchr(p, '}');
+	if (!end)
+		end = p + strlen(p);
+	snprintf(buf, size, "%.*s", (int)(end - start + 1), start);
+	return buf;
+}
+
+static unsigned long fd_ino(int fd)
+{
+	struct stat st;
+
+	vt_try(fstat(fd, &st), "fstat");
+	return (unsigned long)st.st_ino;
+}
+
+struct stall_send {
+	int fd;
+	void *buf;
+	ssize_t ret;
+	int err;
+};
+
+static void *stall_send_fn(void *arg)
+{
+	struct stall_send *s = arg;
+
+	s->ret = send(s->fd, s->buf, STALL_LEN, 0);
+	s->err = errno;
+	return NULL;
+}
+
+/*
+ * diag_stalled, client: a sendmsg() on an RDMA connection stalls inside
+ * the visock socket's lock_sock(), copying from a page a userfaultfd
+ * never provides.  Meanwhile "visockctl sockets" and "visockctl links"
+ * finish and list the other sockets (the stalled one marked busy);
+ * then the page comes and the bytes arrive.
+ */
+static void diag_stalled_client(struct vt_ctx *c)
+{
+	struct uffdio_register reg = { 0 };
+	struct uffdio_api api = { .api = UFFD_API };
+	char *out = malloc(1 << 20), obj[2048];
+	unsigned long ino1, ino2, inol;
+	struct stall_send ss = { 0 };
+	int fd1, fd2, lfd, uffd, st;
+	struct uffd_msg msg;
+	struct pollfd p;
+	pthread_t th;
+	pid_t pid;
+	void *buf;
+
+	vt_assert(out, "out of memory");
+	hu_need_rdma(c);
+	uffd = (int)syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	vt_assert(uffd >= 0, "userfaultfd: %s", strerror(errno));
+	vt_try(ioctl(uffd, UFFDIO_API, &api), "UFFDIO_API");
+
+	fd1 = su_pair(c);
+	fd2 = su_pair(c);
+	hu_expect_rdma(fd1, "stalled connection", NULL);
+	hu_expect_rdma(fd2, "other connection", NULL);
+	lfd = su_listen(VT_FAMILY_VISOCK, false, 4, 0);
+	ino1 = fd_ino(fd1);
+	ino2 = fd_ino(fd2);
+	inol = fd_ino(lfd);
+
+	buf = mmap(NULL, STALL_LEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	vt_assert(buf != MAP_FAILED, "mmap: %s", strerror(errno));
+	reg.range.start = (unsigned long)buf;
+	reg.range.len = STALL_LEN;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	vt_try(ioctl(uffd, UFFDIO_REGISTER, &reg), "UFFDIO_REGISTER");
+
+	ss.fd = fd1;
+	ss.buf = buf;
+	vt_assert(!pthread_create(&th, NULL, stall_send_fn, &ss),
+		  "pthread_create");
+	/* The sender is inside sendmsg(), waiting for the page. */
+	p.fd = uffd;
+	p.events = POLLIN;
+	vt_assert(poll(&p, 1, SU_WAIT_MS) == 1, "send() did not fault");
+	vt_assert(read(uffd, &msg, sizeof(msg)) == sizeof(msg) &&
+		  msg.event == UFFD_EVENT_PAGEFAULT,
+		  "no page fault event from userfaultfd");
+
+	st = run_visockctl("sockets -a", out, 1 << 20, &pid);
+	if (st < 0) {
+		/* Let it finish before failing: it waits for the lock. */
+		close(uffd);
+		waitpid(pid, NULL, 0);
+		vt_fail("visockctl sockets did not finish within %d s while a socket was stalled in sendmsg()",
+			CTL_BOUND_S * (int)vt_time_scale);
+	}
+	vt_assert(st == 0, "visockctl sockets: exit %d: %.300s", st, out);
+	vt_assert(json_obj(out, ino2, obj, sizeof(obj)) &&
+		  strstr(obj, "\"busy\":false") &&
+		  strstr(obj, "\"mode\":\"rdma\""),
+		  "other connection (inode %lu) not listed, or busy: %.300s",
+		  ino2, out);
+	vt_assert(json_obj(out, inol, obj, sizeof(obj)),
+		  "listener (inode %lu) not listed: %.300s", inol, out);
+	vt_assert(json_obj(out, ino1, obj, sizeof(obj)) &&
+		  strstr(obj, "\"busy\":true"),
+		  "stalled connection (inode %lu) not listed as busy: %.300s",
+		  ino1, out);
+
+	st = run_visockctl("links", out, 1 << 20, &pid);
+	if (st < 0) {
+		close(uffd);
+		waitpid(pid, NULL, 0);
+		vt_fail("visockctl links did not finish within %d s while a socket was stalled in sendmsg()",
+			CTL_BOUND_S * (int)vt_time_scale);
+	}
+	vt_assert(st == 0, "visockctl links: exit %d: %.300s", st, out);
+	vt_assert(json_obj(out, ino2, obj, sizeof(obj)),
+		  "link of the other connection (inode %lu) not listed: %.300s",
+		  ino2, out);
+
+	/* Without the userfaultfd the fault is an ordinary one: zeroes. */
+	close(uffd);
+	pthread_join(th, NULL);
+	vt_assert(ss.ret == STALL_LEN, "send(): %zd (%s)", ss.ret,
+		  ss.ret < 0 ? vt_errname(ss.err) : "short");
+	vt_sync(c, "sent");
+	close(fd1);
+	close(fd2);
+	close(lfd);
+	munmap(buf, STALL_LEN);
+	free(out);
+}
+
+static void diag_stalled_server(struct vt_ctx *c)
+{
+	char buf[STALL_LEN];
+	int fd1, fd2, i;
+
+	hu_need_rdma(c);
+	fd1 = su_pair(c);
+	fd2 = su_pair(c);
+	vt_sync(c, "sent");
+	su_read_all(fd1, buf, sizeof(buf));
+	for (i = 0; i < STALL_LEN; i++)
+		vt_assert(!buf[i], "byte %d of the stalled send is %#x", i,
+			  (unsigned char)buf[i]);
+	close(fd1);
+	close(fd2);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -500,6 +729,8 @@ static const struct vt_test tests[] = {
 	  "only allowed options reach the internal TCP socket"),
 	{ "backlog_bound", backlog_bound_client, backlog_bound_server, 120,
 	  "a listener holds at most backlog + 1 connections" },
+	{ "diag_stalled", diag_stalled_client, diag_stalled_server, 240,
+	  "a socket stalled in sendmsg() does not block the dumps" },
 };
 
 int main(int argc, char **argv)
