@@ -170,6 +170,8 @@ struct visock_gauges {
  * @switch_declined: lazy connections whose switch was declined (either
  *	side), which stay on TCP
  * @switch_reset: lazy connections reset during their switch
+ * @switch_foreign: SWITCH messages that named a QP of another link group
+ *	(another peer address), refused without posting on that QP
  */
 struct visock_net {
 	int enable;
@@ -213,6 +215,7 @@ struct visock_net {
 	atomic64_t switches;
 	atomic64_t switch_declined;
 	atomic64_t switch_reset;
+	atomic64_t switch_foreign;
 };
 
 /* Count @n in field @f of the namespace counters of socket @sk. */
@@ -500,6 +503,8 @@ void visock_hs_success(struct visock_sock *vsk);
 void visock_hs_note_peer(struct visock_sock *vsk,
 			 const struct visock_hs_msg *m);
 u8 visock_hs_link_reason(int err);
+int visock_hs_switch_decline(struct visock_sock *vsk,
+			     const struct visock_hs_msg *sw, u32 reason);
 void visock_hs_queue_at(struct visock_sock *vsk, unsigned long when);
 
 /* visock_lazy.c */

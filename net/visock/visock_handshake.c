@@ -493,6 +493,35 @@ int visock_hs_make_link(struct visock_sock *vsk, struct visock_hs_msg *m,
 	return 0;
 }
 
+/**
+ * visock_hs_switch_decline() - decline a lazy connection's SWITCH
+ * @vsk: the server's lazy connection
+ * @sw: the client's SWITCH
+ * @reason: enum visock_fallback_reason, not 0
+ *
+ * Sends the decline on the QP the SWITCH names, if that QP belongs to
+ * this connection's link group (visock_lgr_switch_decline()).
+ *
+ * Context: process context, under lock_sock(@vsk); may sleep.
+ * Return: 0 once the client's end acknowledged it, or a negative errno.
+ */
+int visock_hs_switch_decline(struct visock_sock *vsk,
+			     const struct visock_hs_msg *sw, u32 reason)
+{
+	struct sockaddr_storage local, peer;
+	int err, len;
+
+	err = visock_hs_local_addr(vsk, &local);
+	if (err)
+		return err;
+	len = kernel_getpeername(vsk->tcp, (struct sockaddr *)&peer);
+	if (len < 0)
+		return len;
+	return visock_lgr_switch_decline(sock_net(&vsk->sk),
+					 (struct sockaddr *)&local,
+					 (struct sockaddr *)&peer, sw, reason);
+}
+
 void visock_hs_note_peer(struct visock_sock *vsk,
 			 const struct visock_hs_msg *m)
 {

@@ -309,7 +309,6 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 /* Server: is the client's SWITCH in?  Under lock_sock(). */
 static void visock_lazy_srv_switch(struct visock_sock *vsk)
 {
-	struct net *net = sock_net(&vsk->sk);
 	struct visock_hs_msg sw, m;
 	u8 buf[VISOCK_HS_MAX_LEN];
 	struct visock_swrep r = {};
@@ -344,10 +343,10 @@ static void visock_lazy_srv_switch(struct visock_sock *vsk)
 		err = visock_rdma_prepare(vsk);
 	if (err) {
 		visock_rdma_destroy_link(vsk);
-		if (visock_lgr_switch_decline(net, &sw,
-					      err == -ESHUTDOWN ?
-					      VISOCK_FB_PEER_DECLINE :
-					      visock_hs_link_reason(err))) {
+		if (visock_hs_switch_decline(vsk, &sw,
+					     err == -ESHUTDOWN ?
+					     VISOCK_FB_PEER_DECLINE :
+					     visock_hs_link_reason(err))) {
 			/* The client cannot learn it: it times out too. */
 			visock_lazy_fail(vsk, ECONNRESET);
 			return;

@@ -816,6 +816,8 @@ static int visock_qp_post_link_msg(struct visock_qp *q, u8 code,
 /**
  * visock_lgr_switch_decline() - decline a lazy connection's switch
  * @net: namespace
+ * @local: local address of the connection's internal TCP socket
+ * @peer: peer address of that socket
  * @sw: the client's SWITCH (its LINK TLV names our QP and its own)
  * @reason: enum visock_fallback_reason, not 0
  *
@@ -825,12 +827,18 @@ static int visock_qp_post_link_msg(struct visock_qp *q, u8 code,
  * send slot 2, one at a time, and is waited for.  It uses one of the
  * receive requests the client posted for its new connection.
  *
+ * Only a QP of the connection's own link group qualifies (same local
+ * address and peer address, as for visock_lgr_pick()): QP numbers are
+ * easy to guess, and a SWITCH naming another host's QP must not make us
+ * post on it.  Such a SWITCH is counted (lazy_switch_foreign).
+ *
  * Context: process context, may sleep.
  * Return: 0 once the client's end acknowledged it, -ENOLINK if there is
  * no such QP that is up, or another negative errno.
  */
-int visock_lgr_switch_decline(struct net *net, const struct visock_hs_msg *sw,
-			      u32 reason)
+int visock_lgr_switch_decline(struct net *net, const struct sockaddr *local,
+			      const struct sockaddr *peer,
+			      const struct visock_hs_msg *sw, u32 reason)
 {
 	struct visock_net *vn = visock_net(net);
 	struct visock_swrep r = {
@@ -838,15 +846,23 @@ int visock_lgr_switch_decline(struct net *net, const struct visock_hs_msg *sw,
 		.reason = reason,
 	};
 	struct visock_qp *q, *found = NULL;
+	union ib_gid gid, peer_addr;
 	struct ib_send_wr wr = {};
 	const struct ib_send_wr *bad;
+	bool foreign = false;
 	struct ib_sge sge;
 	int err = -ENOLINK;
 	u32 n;
 
+	if (visock_sa_to_gid(local, &gid) || visock_sa_to_gid(peer, &peer_addr))
+		return -ENOLINK;
 	mutex_lock(&vn->lgr_lock);
 	list_for_each_entry(q, &vn->qps, net_node) {
-		if (q->server && q->qpn == sw->lgr_id &&
+		if (!visock_qp_same_group(q, true, &gid, &peer_addr)) {
+			foreign |= q->server && q->qpn == sw->lgr_id;
+			continue;
+		}
+		if (q->qpn == sw->lgr_id &&
 		    q->peer_qpn == sw->qpn && !READ_ONCE(q->dead)) {
 			kref_get(&q->ref);
 			found = q;
@@ -854,8 +870,11 @@ int visock_lgr_switch_decline(struct net *net, const struct visock_hs_msg *sw,
 		}
 	}
 	mutex_unlock(&vn->lgr_lock);
-	if (!found)
+	if (!found) {
+		if (foreign)
+			atomic64_inc(&vn->switch_foreign);
 		return -ENOLINK;
+	}
 	q = found;
 
 	mutex_lock(&q->sw_mutex);

@@ -185,6 +185,8 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 		   (long long)atomic64_read(&vn->switch_declined));
 	seq_printf(seq, "lazy_switch_reset %lld\n",
 		   (long long)atomic64_read(&vn->switch_reset));
+	seq_printf(seq, "lazy_switch_foreign %lld\n",
+		   (long long)atomic64_read(&vn->switch_foreign));
 	return 0;
 }
 

@@ -88,7 +88,8 @@ VISOCK_HOST, VISOCK_PEER_IP, VISOCK_PEER_IP6, VISOCK_RESULTS (directory to
 store the output and the kernel log in), VISOCK_TEST_RXE_NETDEV (net device
 of a Soft-RoCE device that the no-RDMA-device tests may delete and add
 back; set automatically in the VM test bed), VISOCK_TEST_ALT_IP (a second
-IPv4 address of the client host on the RDMA interface, for lgr.multi_peer;
+IPv4 address of the client host on the RDMA interface, for lgr.multi_peer
+and the security tests that need another host;
 added and removed automatically in the VM test bed).
 EOF
 }
@@ -1086,8 +1087,11 @@ hs_pass() {
 		rdma_group stress visock_stress
 		# Fault injection at each fault point of the module.
 		rdma_group fault visock_fault
-		# Hostile peers and local users.
+		# Hostile peers and local users (a second client address
+		# plays another host).
+		[ -z "$why" ] && [ "$ROLE" = client ] && alt_ip_add
 		rdma_group security visock_security
+		alt_ip_del
 		# visockctl against the connections of visock_ctl.
 		if [ -n "$why" ]; then
 			finish_group ctl skip "$why"

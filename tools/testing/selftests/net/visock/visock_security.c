@@ -9,15 +9,18 @@
  * at most, every other connection keeps its bytes, and nothing the peer
  * or the user asked for grows without bound.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -721,6 +724,277 @@ static void diag_stalled_server(struct vt_ctx *c)
 	close(fd2);
 }
 
+/* ---- hostile handshakes: queue pairs a remote peer makes us create ---- */
+
+/*
+ * The attacker's end is a visock socket with the debugfs raw_handshake
+ * hook set while it connects: its SYN announces visock, and the
+ * handshake is ours to write (the wire format of
+ * Documentation/networking/visock.rst: big-endian, 8-byte header,
+ * TLVs).  The server is an unmodified host.
+ */
+#define RAW_HOOK	HU_DEBUGFS_DIR "raw_handshake"
+#define LAZY_BYTES	HU_SYSCTL_DIR "lazy_bytes"
+#define LGR_MAX_LINKS	HU_SYSCTL_DIR "lgr_max_links"
+#define LGR_PEER_QPS	HU_SYSCTL_DIR "lgr_peer_qps_max"
+#define LGR_MEM_MAX	HU_SYSCTL_DIR "lgr_mem_max_mb"
+#define HS_MAGIC	0x56534b48u	/* "VSKH" */
+#define HS_HDR		8
+#define HS_MAX		512
+#define FO_LEN		16		/* failover message */
+#define MSG_MS		10000		/* a message the server owes */
+#define LAZY_L		4096		/* lazy_bytes of decline_foreign_qp */
+#define FOREIGN_TOKEN	0x5a5a0fffu	/* index 4095: never a connection */
+
+enum { HS_REQ = 1, HS_REP, HS_CONFIRM, HS_DECLINE, HS_SWITCH };
+enum {
+	TLV_FEATURES = 1, TLV_GID, TLV_QPN, TLV_PSN, TLV_MTU, TLV_RBUF,
+	TLV_TOKEN, TLV_LINK, TLV_REASON,
+};
+
+struct rawmsg {
+	uint8_t b[HS_MAX];
+	size_t len;
+};
+
+/* What a hostile REQ or SWITCH says. */
+struct rawparams {
+	uint8_t gid[16];
+	uint32_t qpn, psn, rkey, token, lgr_id, link_id;
+};
+
+static void rm_put(struct rawmsg *m, uint64_t v, int bytes)
+{
+	while (bytes--)
+		m->b[m->len++] = (uint8_t)(v >> (8 * bytes));
+}
+
+static void rm_tlv(struct rawmsg *m, uint16_t type, uint16_t len)
+{
+	rm_put(m, type, 2);
+	rm_put(m, len, 2);
+}
+
+/* A REQ or SWITCH with every TLV a setup message needs. */
+static void rm_setup(struct rawmsg *m, uint8_t type,
+		     const struct rawparams *p)
+{
+	m->len = 0;
+	rm_put(m, HS_MAGIC, 4);
+	rm_put(m, type, 1);
+	rm_put(m, 1, 1);		/* version */
+	rm_put(m, 0, 2);		/* length, below */
+	rm_tlv(m, TLV_FEATURES, 8);
+	rm_put(m, 1, 8);		/* WRITE with immediate */
+	rm_tlv(m, TLV_GID, 16);
+	memcpy(m->b + m->len, p->gid, 16);
+	m->len += 16;
+	rm_tlv(m, TLV_QPN, 4);
+	rm_put(m, p->qpn, 4);
+	rm_tlv(m, TLV_PSN, 4);
+	rm_put(m, p->psn, 4);
+	rm_tlv(m, TLV_MTU, 1);
+	rm_put(m, 3, 1);		/* IB_MTU_1024 */
+	rm_tlv(m, TLV_RBUF, 16);
+	rm_put(m, 0, 8);
+	rm_put(m, p->rkey, 4);
+	rm_put(m, 64 * 1024, 4);
+	rm_tlv(m, TLV_TOKEN, 4);
+	rm_put(m, p->token, 4);
+	rm_tlv(m, TLV_LINK, 8);
+	rm_put(m, p->lgr_id, 4);
+	rm_put(m, p->link_id, 4);
+	m->b[6] = (uint8_t)(m->len >> 8);
+	m->b[7] = (uint8_t)m->len;
+}
+
+static uint32_t rand32(void)
+{
+	uint32_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		v = (uint32_t)getpid() * 2654435761u;
+	return v;
+}
+
+/* The RoCEv2 GID of IPv4 address @ip (::ffff:a.b.c.d). */
+static void gid_of(const struct in_addr *ip, uint8_t *gid)
+{
+	memset(gid, 0, 16);
+	gid[10] = 0xff;
+	gid[11] = 0xff;
+	memcpy(gid + 12, ip, 4);
+}
+
+/* The GID of @fd's local address. */
+static void local_gid(int fd, uint8_t *gid)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+
+	vt_try(getsockname(fd, (struct sockaddr *)&sin, &len), "getsockname");
+	vt_assert(sin.sin_family == AF_INET, "not IPv4");
+	gid_of(&sin.sin_addr, gid);
+}
+
+/* The second client address of the test bed, or false. */
+static bool alt_ip(struct in_addr *ip)
+{
+	const char *alt = getenv("VISOCK_TEST_ALT_IP");
+
+	return alt && inet_pton(AF_INET, alt, ip) == 1;
+}
+
+/*
+ * Client: a connection to @port from @src (NULL: the default address),
+ * with the raw handshake hook set while it connects.
+ */
+static int raw_connect(struct vt_ctx *c, int port, const struct in_addr *src)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = su_peer_addr(c, false, port, &ss);
+	struct visock_info vi;
+	int fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+
+	if (src) {
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+					   .sin_addr = *src };
+
+		vt_try(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), "bind");
+	}
+	hu_set_ll(RAW_HOOK, 1);
+	if (connect(fd, (struct sockaddr *)&ss, len)) {
+		hu_write_ll(RAW_HOOK, 0);
+		vt_fail("connect: %s", vt_errname(errno));
+	}
+	hu_set_ll(RAW_HOOK, 0);
+	hu_get_info(fd, &vi);
+	vt_assert(vi.vi_mode == VISOCK_MODE_TCP && !vi.vi_local_qpn,
+		  "raw_handshake connection: mode %u, QP %u", vi.vi_mode,
+		  vi.vi_local_qpn);
+	return fd;
+}
+
+static void hostile_cleanup(const struct vt_ctx *c)
+{
+	(void)c;
+	hu_write_ll(RAW_HOOK, 0);
+	hu_write_ll(LAZY_BYTES, 0);
+}
+
+/* Client: the hook exists here and the server can run RDMA. */
+static void need_hostile(struct vt_ctx *c, bool alt)
+{
+	struct in_addr ip;
+
+	hu_need_rdma(c);
+	vt_agree(c, !vt_is_client(c) || hu_debugfs_ready("raw_handshake"),
+		 "no debugfs file visock/raw_handshake");
+	if (alt)
+		vt_agree(c, !vt_is_client(c) || alt_ip(&ip),
+			 "VISOCK_TEST_ALT_IP is not set: no second client address");
+}
+
+/*
+ * decline_foreign_qp: host A (the client's second address) has a QP
+ * with the server; host B (the client's first address) starts a lazy
+ * connection and writes a SWITCH that names A's QP (both QP numbers, as
+ * VISOCK_INFO shows them; on a real network they are easy to guess).
+ * The server cannot join it for B and declines; the decline must not go
+ * out on A's QP: A's end sees no message for a token it does not know,
+ * and the server counts the foreign SWITCH.
+ */
+static void decline_foreign_qp(struct vt_ctx *c)
+{
+	long long stale0, declined0, foreign0, reset0;
+	struct visock_info vi;
+	struct rawparams rp;
+	struct rawmsg m;
+	int lfd, port, victim, fd;
+	char pad[LAZY_L], line[64];
+	struct in_addr ip;
+
+	need_hostile(c, true);
+	hu_set_ll(LAZY_BYTES, LAZY_L);
+	if (!vt_is_client(c)) {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		victim = su_accept(lfd, SOCK_CLOEXEC);
+		hu_expect_rdma(victim, "host A's connection", NULL);
+		declined0 = hu_proc("lazy_switch_declined");
+		reset0 = hu_proc("lazy_switch_reset");
+		foreign0 = hu_proc_get("lazy_switch_foreign");
+		vt_sync(c, "victim up");
+		fd = su_accept(lfd, SOCK_CLOEXEC);
+		/* Wait until the server acted on the SWITCH. */
+		hu_proc_wait_ge("lazy_switch_declined", declined0 + 1, 5000);
+		hu_proc_wait_ge("lazy_switch_reset", reset0 + 1, 5000);
+		vt_send_num(c, "declined",
+			    hu_proc("lazy_switch_declined") - declined0);
+		vt_diag("SWITCH for a foreign QP: declined +%lld, reset +%lld, foreign +%lld",
+			hu_proc("lazy_switch_declined") - declined0,
+			hu_proc("lazy_switch_reset") - reset0,
+			hu_proc_get("lazy_switch_foreign") - foreign0);
+		vt_assert(hu_proc("lazy_switch_declined") == declined0,
+			  "the server declined the SWITCH on another host's QP");
+		vt_assert(hu_proc_get("lazy_switch_foreign") == foreign0 + 1,
+			  "lazy_switch_foreign did not count the SWITCH");
+		vt_sync(c, "checked");
+		su_xfer(&victim, 1, 64 * 1024, 60000);
+		close(fd);
+		close(victim);
+		close(lfd);
+		hu_set_ll(LAZY_BYTES, 0);
+		return;
+	}
+	alt_ip(&ip);
+	port = su_recv_port(c);
+	/* Host A: a normal connection from the second address. */
+	{
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+					   .sin_addr = ip };
+		struct sockaddr_storage ss;
+		socklen_t len = su_peer_addr(c, false, port, &ss);
+
+		victim = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+		vt_try(bind(victim, (struct sockaddr *)&sin, sizeof(sin)),
+		       "bind(VISOCK_TEST_ALT_IP)");
+		vt_try(connect(victim, (struct sockaddr *)&ss, len), "connect");
+	}
+	hu_expect_rdma(victim, "host A's connection", &vi);
+	vt_sync(c, "victim up");
+	stale0 = hu_proc("lgr_stale_dropped");
+
+	/* Host B: a lazy start (a QP to the server is up), then SWITCH. */
+	fd = raw_connect(c, port, NULL);
+	memset(&rp, 0, sizeof(rp));
+	local_gid(fd, rp.gid);
+	rp.qpn = vi.vi_local_qpn;
+	rp.psn = rand32() & 0xffffff;
+	rp.rkey = rand32();
+	rp.token = FOREIGN_TOKEN;
+	rp.lgr_id = vi.vi_peer_qpn;
+	rp.link_id = vi.vi_local_qpn;
+	rm_setup(&m, HS_SWITCH, &rp);
+	memset(pad, 'p', sizeof(pad));
+	su_write_all(fd, pad, sizeof(pad));
+	su_write_all(fd, m.b, m.len);
+	vt_diag("SWITCH from B names A's QPs %u (server) / %u (client)",
+		rp.lgr_id, rp.link_id);
+	vt_recv(c, line, sizeof(line));
+	/* A message on A's QP would be dropped there, as a stale token. */
+	usleep(500 * 1000);
+	vt_diag("stale messages on this host: +%lld",
+		hu_proc("lgr_stale_dropped") - stale0);
+	vt_assert(hu_proc("lgr_stale_dropped") == stale0,
+		  "a message for host B's token arrived on host A's QP");
+	vt_sync(c, "checked");
+	su_xfer(&victim, 1, 64 * 1024, 60000);
+	close(fd);
+	close(victim);
+	hu_set_ll(LAZY_BYTES, 0);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -731,10 +1005,12 @@ static const struct vt_test tests[] = {
 	  "a listener holds at most backlog + 1 connections" },
 	{ "diag_stalled", diag_stalled_client, diag_stalled_server, 240,
 	  "a socket stalled in sendmsg() does not block the dumps" },
+	T(decline_foreign_qp, 120, "a SWITCH naming another host's QP posts nothing on it"),
 };
 
 int main(int argc, char **argv)
 {
+	vt_set_cleanup(hostile_cleanup);
 	return vt_main(argc, argv, "visock_security", tests,
 		       ARRAY_SIZE(tests));
 }
