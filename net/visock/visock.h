@@ -155,6 +155,8 @@ struct visock_gauges {
  *	VISOCK_LAZY_MIN: no lazy start; see visock_lazy_threshold())
  * @lgr_lock: the QP list and each QP's attachment count (visock_link.c)
  * @qps: QPs of this namespace (struct visock_qp.net_node)
+ * @lgr_gid_mismatch: REQs or REPs whose GID was not the address of the
+ *	TCP peer, declined
  * @lgr_wq: woken when a QP finished setting up (or failed)
  * @lgr_mem: bytes of rings of all QPs
  * @lgr_qps_created: QPs created
@@ -203,6 +205,7 @@ struct visock_net {
 	/* Protects qps and the QPs' attachment counts; process context */
 	struct mutex lgr_lock;
 	struct list_head qps;
+	atomic64_t lgr_gid_mismatch;
 	wait_queue_head_t lgr_wq;
 	atomic64_t lgr_mem;
 	atomic64_t lgr_qps_created;

@@ -401,6 +401,8 @@ u8 visock_hs_link_reason(int err)
 		return VISOCK_FB_LINK_BUSY;
 	case -ENOLINK:
 		return VISOCK_FB_LINK_GONE;
+	case -EBADMSG:
+		return VISOCK_FB_BAD_MSG;
 	default:
 		return VISOCK_FB_QP_SETUP;
 	}

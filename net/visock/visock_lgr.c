@@ -1165,7 +1165,8 @@ bool visock_lgr_peer_up(struct net *net, const struct sockaddr *peer,
  * up.  Context: process context.
  * Return: the QP, or ERR_PTR(-EINPROGRESS) (client: wait for a QP being
  * set up), -EBUSY (the group is full), -ENOLINK (server: the QP the client
- * named is gone) or -ENOMEM.
+ * named is gone), -EBADMSG (server: the GID in the client's message is not
+ * the address of its TCP connection) or -ENOMEM.
  */
 struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
 				  const union ib_gid *gid,
@@ -1179,6 +1180,15 @@ struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
 	bool pending = false;
 
 	*created = false;
+	/*
+	 * The QP would connect to the GID the client names: it must be the
+	 * client's own address, or any host could point our QPs at a
+	 * third one.
+	 */
+	if (server && memcmp(req->gid, peer_addr->raw, sizeof(req->gid))) {
+		atomic64_inc(&vn->lgr_gid_mismatch);
+		return ERR_PTR(-EBADMSG);
+	}
 	max_links = clamp_t(int, READ_ONCE(vn->lgr_max_links), 1, 64);
 	mutex_lock(&vn->lgr_lock);
 	list_for_each_entry(q, &vn->qps, net_node) {
@@ -1486,6 +1496,11 @@ int visock_qp_connect(struct visock_qp *q, const struct visock_hs_msg *peer)
 
 	if (q->state != VISOCK_QP_INIT)
 		return -EINVAL;
+	/* The peer's GID must be the address we reach it at over TCP. */
+	if (memcmp(peer->gid, q->peer_addr.raw, sizeof(peer->gid))) {
+		atomic64_inc(&visock_net(q->net)->lgr_gid_mismatch);
+		return -EBADMSG;
+	}
 	q->peer_qpn = peer->qpn;
 	err = visock_qp_to_rtr(q, peer);
 	if (!err)

@@ -177,6 +177,8 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	seq_printf(seq, "lgr_qps_retired %lld\n",
 		   (long long)atomic64_read(&vn->lgr_retired));
 	seq_printf(seq, "lgr_stale_dropped %llu\n", g.lgr_stale);
+	seq_printf(seq, "lgr_gid_mismatch %lld\n",
+		   (long long)atomic64_read(&vn->lgr_gid_mismatch));
 	seq_printf(seq, "lazy_started %lld\n",
 		   (long long)atomic64_read(&vn->lazy_started));
 	seq_printf(seq, "lazy_switches %lld\n",

@@ -1782,6 +1782,8 @@ struct scenario {
  *    answered with DECLINE(BAD_MSG) and both use TCP; a server waiting
  *    for CONFIRM owes nothing and falls back without DECLINE;
  *  - a valid DECLINE maps to PEER_NO_DEVICE, VERSION or PEER_DECLINE;
+ *  - a REQ or REP whose GID is not the address of the sender's end of
+ *    the TCP connection is declined (BAD_MSG);
  *  - a queue pair that cannot be connected is declined (QP_SETUP), and so
  *    is a REQ joining a queue pair with the token of a live connection
  *    on it (a replay: visock_link_connect() returns EPROTO);
@@ -1845,8 +1847,8 @@ static const struct scenario scenarios[] = {
 	{ "silence", M_SILENCE, AB(0), AB(ETIMEDOUT),
 	  "valid REQ then silence / no answer to REQ" },
 	{ "unreachable_gid", M_UNREACHABLE_GID,
-	  { O_FALLBACK, VISOCK_FB_QP_SETUP, VISOCK_FB_QP_SETUP, 0, true },
-	  { O_FALLBACK, VISOCK_FB_QP_SETUP, VISOCK_FB_QP_SETUP, 0, true },
+	  { O_FALLBACK, VISOCK_FB_BAD_MSG, VISOCK_FB_BAD_MSG, 0, true },
+	  { O_FALLBACK, VISOCK_FB_BAD_MSG, VISOCK_FB_BAD_MSG, 0, true },
 	  "valid message with the GID of 192.0.2.1" },
 	{ "confirm_bad_token", M_CONFIRM_BAD_TOKEN, FB(BAD_MSG, -1), NONE,
 	  "valid REQ, then CONFIRM with a wrong token" },

@@ -763,6 +763,12 @@ struct rawparams {
 	uint32_t qpn, psn, rkey, token, lgr_id, link_id;
 };
 
+/* A message the server sent: its type and the TLVs the tests look at. */
+struct rawdec {
+	uint8_t type;
+	uint32_t token, reason, qpn;
+};
+
 static void rm_put(struct rawmsg *m, uint64_t v, int bytes)
 {
 	while (bytes--)
@@ -808,6 +814,15 @@ static void rm_setup(struct rawmsg *m, uint8_t type,
 	m->b[7] = (uint8_t)m->len;
 }
 
+static uint32_t get_be(const uint8_t *p, int bytes)
+{
+	uint32_t v = 0;
+
+	while (bytes--)
+		v = v << 8 | *p++;
+	return v;
+}
+
 static uint32_t rand32(void)
 {
 	uint32_t v = 0;
@@ -815,6 +830,61 @@ static uint32_t rand32(void)
 	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
 		v = (uint32_t)getpid() * 2654435761u;
 	return v;
+}
+
+/* Read @len bytes within @ms: the count read (short on EOF), -1 on error. */
+static ssize_t read_within(int fd, void *buf, size_t len, int ms)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len) {
+		if (!(su_poll(fd, POLLIN, ms) & (POLLIN | POLLHUP | POLLERR))) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* The server's next handshake message; fails the test if there is none. */
+static void rm_read(int fd, struct rawdec *d)
+{
+	uint8_t b[HS_MAX];
+	size_t len, off = HS_HDR;
+	ssize_t n;
+
+	memset(d, 0, sizeof(*d));
+	n = read_within(fd, b, HS_HDR, MSG_MS);
+	vt_assert(n == HS_HDR, "no handshake message from the server (%zd, %s)",
+		  n, n < 0 ? vt_errname(errno) : "EOF");
+	len = get_be(b + 6, 2);
+	vt_assert(get_be(b, 4) == HS_MAGIC && len >= HS_HDR && len <= HS_MAX,
+		  "not a handshake message from the server");
+	n = read_within(fd, b + HS_HDR, len - HS_HDR, MSG_MS);
+	vt_assert(n == (ssize_t)(len - HS_HDR), "a short handshake message");
+	d->type = b[4];
+	while (off + 4 <= len) {
+		uint16_t t = get_be(b + off, 2), l = get_be(b + off + 2, 2);
+
+		if (off + 4 + l > len)
+			break;
+		if (t == TLV_TOKEN && l == 4)
+			d->token = get_be(b + off + 4, 4);
+		if (t == TLV_REASON && l == 4)
+			d->reason = get_be(b + off + 4, 4);
+		if (t == TLV_QPN && l == 4)
+			d->qpn = get_be(b + off + 4, 4);
+		off += 4 + l;
+	}
 }
 
 /* The RoCEv2 GID of IPv4 address @ip (::ffff:a.b.c.d). */
@@ -995,6 +1065,66 @@ static void decline_foreign_qp(struct vt_ctx *c)
 	hu_set_ll(LAZY_BYTES, 0);
 }
 
+/*
+ * gid_mismatch: a REQ whose GID is not the address the client connects
+ * from (here the client host's other address, which answers RoCE: the
+ * server could connect a QP to it) is declined with BAD_MSG.
+ */
+static void gid_mismatch(struct vt_ctx *c)
+{
+	struct visock_info vi;
+	struct rawparams rp;
+	struct rawdec d;
+	struct rawmsg m;
+	struct in_addr ip;
+	long long mism0;
+	int lfd, fd;
+
+	need_hostile(c, true);
+	if (!vt_is_client(c)) {
+		mism0 = hu_proc_get("lgr_gid_mismatch");
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		vt_assert(su_poll(lfd, POLLIN, 3 * MSG_MS) & POLLIN,
+			  "no connection settled within %d ms", 3 * MSG_MS);
+		fd = su_accept(lfd, SOCK_CLOEXEC);
+		hu_get_info(fd, &vi);
+		vt_diag("server: mode %u, fallback reason %u, lgr_gid_mismatch +%lld",
+			vi.vi_mode, vi.vi_fallback_reason,
+			hu_proc_get("lgr_gid_mismatch") - mism0);
+		vt_assert(vi.vi_fallback_reason == VISOCK_FB_BAD_MSG,
+			  "fallback reason %u, expected BAD_MSG (%u)",
+			  vi.vi_fallback_reason, VISOCK_FB_BAD_MSG);
+		vt_assert(hu_proc_get("lgr_gid_mismatch") == mism0 + 1,
+			  "lgr_gid_mismatch did not count the REQ");
+		vt_sync(c, "checked");
+		close(fd);
+		close(lfd);
+		return;
+	}
+	alt_ip(&ip);
+	fd = raw_connect(c, su_recv_port(c), NULL);
+	memset(&rp, 0, sizeof(rp));
+	gid_of(&ip, rp.gid);
+	rp.qpn = (rand32() % 0xfffff0) + 1;
+	rp.psn = rand32() & 0xffffff;
+	rp.rkey = rand32();
+	rp.token = rand32() | 1;
+	rm_setup(&m, HS_REQ, &rp);
+	su_write_all(fd, m.b, m.len);
+	rm_read(fd, &d);
+	vt_diag("REQ with GID %s from another address: type %u, reason %u",
+		getenv("VISOCK_TEST_ALT_IP"), d.type, d.reason);
+	vt_assert(d.type == HS_DECLINE,
+		  "the server answered type %u (REP is 2), expected DECLINE",
+		  d.type);
+	vt_assert(d.reason == VISOCK_FB_BAD_MSG,
+		  "DECLINE reason %u, expected BAD_MSG (%u)", d.reason,
+		  VISOCK_FB_BAD_MSG);
+	vt_sync(c, "checked");
+	close(fd);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1006,6 +1136,7 @@ static const struct vt_test tests[] = {
 	{ "diag_stalled", diag_stalled_client, diag_stalled_server, 240,
 	  "a socket stalled in sendmsg() does not block the dumps" },
 	T(decline_foreign_qp, 120, "a SWITCH naming another host's QP posts nothing on it"),
+	T(gid_mismatch, 60, "a REQ whose GID is not the TCP peer's is declined"),
 };
 
 int main(int argc, char **argv)
