@@ -43,6 +43,13 @@
 #define VISOCK_LGR_IDLE_MS_DEFAULT	10000
 #define VISOCK_LGR_MEM_MAX_MB_DEFAULT	256
 #define VISOCK_LGR_KEEPALIVE_MS_DEFAULT	15000
+/*
+ * QP caps when net.visock.lgr_peer_qps_max / lgr_qps_max are 0: these
+ * times lgr_max_links.  Upper bound of both sysctls.
+ */
+#define VISOCK_LGR_PEER_QPS_FACTOR	8
+#define VISOCK_LGR_NET_QPS_FACTOR	64
+#define VISOCK_LGR_QPS_MAX		65536
 /* Largest number of connections one QP can take (token index bits). */
 #define VISOCK_LGR_CONNS_MAX		VISOCK_TOKEN_IDX_MASK
 
@@ -100,7 +107,10 @@ struct visock_totals {
  *	held); they keep the module loaded
  * @qps: queue pairs (links)
  * @links_up: links in state up
- * @reg_bytes: memory registered for those links
+ * @reg_bytes: memory registered for those links (rings)
+ * @qps_alive: queue pairs not freed yet, listed or not (what the QP
+ *	caps count)
+ * @qp_bytes: estimated memory of their queues (visock_qp_mem_estimate())
  * @lgr_conns: connections attached to them
  * @lgr_lingering: closed connections still holding a place on them (the
  *	peer's closed or abort flag has not arrived)
@@ -117,6 +127,8 @@ struct visock_gauges {
 	u64 qps;
 	u64 links_up;
 	u64 reg_bytes;
+	u64 qps_alive;
+	u64 qp_bytes;
 	u64 lgr_conns;
 	u64 lgr_lingering;
 	u64 lgr_stale;
@@ -153,12 +165,23 @@ struct visock_gauges {
  *	a QP with connections (0: none)
  * @lazy_bytes: net.visock.lazy_bytes, threshold of a lazy start (below
  *	VISOCK_LAZY_MIN: no lazy start; see visock_lazy_threshold())
+ * @lgr_peer_qps_max: net.visock.lgr_peer_qps_max, QPs with one peer host
+ *	(0: derived from @lgr_max_links)
+ * @lgr_qps_max: net.visock.lgr_qps_max, QPs of the namespace (0: derived)
  * @lgr_lock: the QP list and each QP's attachment count (visock_link.c)
  * @qps: QPs of this namespace (struct visock_qp.net_node)
+ * @qp_all_lock: protects @qp_all; BH-safe, innermost
+ * @qp_all: every QP of this namespace from its creation until it is
+ *	freed, listed or not (struct visock_qp.all_node): what the QP caps
+ *	count
+ * @lgr_qps_alive: QPs on @qp_all
+ * @lgr_qps_capped: QPs not created because a QP cap was reached
  * @lgr_gid_mismatch: REQs or REPs whose GID was not the address of the
  *	TCP peer, declined
  * @lgr_wq: woken when a QP finished setting up (or failed)
- * @lgr_mem: bytes of rings of all QPs
+ * @lgr_mem: bytes of rings and of the queues of all QPs, against
+ *	@lgr_mem_max_mb
+ * @lgr_qp_mem: the queues' part of @lgr_mem
  * @lgr_qps_created: QPs created
  * @lgr_qps_destroyed: QPs destroyed
  * @lgr_reused: connections that joined an existing QP
@@ -202,12 +225,20 @@ struct visock_net {
 	int lgr_mem_max_mb;
 	int lgr_keepalive_ms;
 	int lazy_bytes;
+	int lgr_peer_qps_max;
+	int lgr_qps_max;
 	/* Protects qps and the QPs' attachment counts; process context */
 	struct mutex lgr_lock;
 	struct list_head qps;
+	/* Protects qp_all; any context (BH-safe), innermost */
+	spinlock_t qp_all_lock;
+	struct list_head qp_all;
+	atomic_t lgr_qps_alive;
+	atomic64_t lgr_qps_capped;
 	atomic64_t lgr_gid_mismatch;
 	wait_queue_head_t lgr_wq;
 	atomic64_t lgr_mem;
+	atomic64_t lgr_qp_mem;
 	atomic64_t lgr_qps_created;
 	atomic64_t lgr_qps_destroyed;
 	atomic64_t lgr_reused;

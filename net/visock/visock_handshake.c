@@ -382,6 +382,8 @@ static u8 visock_hs_peer_reason(u32 reason)
 		return VISOCK_FB_VERSION;
 	case VISOCK_FB_LINK_GONE:
 		return VISOCK_FB_LINK_GONE;
+	case VISOCK_FB_QP_LIMIT:
+		return VISOCK_FB_QP_LIMIT;
 	default:
 		return VISOCK_FB_PEER_DECLINE;
 	}
@@ -401,6 +403,8 @@ u8 visock_hs_link_reason(int err)
 		return VISOCK_FB_LINK_BUSY;
 	case -ENOLINK:
 		return VISOCK_FB_LINK_GONE;
+	case -EDQUOT:
+		return VISOCK_FB_QP_LIMIT;
 	case -EBADMSG:
 		return VISOCK_FB_BAD_MSG;
 	default:

@@ -16,6 +16,13 @@
  * falls back to TCP.  A server only creates QPs when a client asks for a
  * new one and attaches connections to the QP the client names.
  *
+ * Whatever the groups allow, a namespace has at most
+ * net.visock.lgr_peer_qps_max QPs with one peer host and lgr_qps_max in
+ * all, counting every QP until it is freed (visock_lgr_qp_allowed()),
+ * and the estimated memory of their queues counts against
+ * net.visock.lgr_mem_max_mb together with the rings: a peer that makes
+ * us create QPs and then lets them die cannot pile them up.
+ *
  * struct visock_link is one connection's share of a QP: a token (slot
  * index plus random bits) the peer puts in its messages, a receive ring
  * and a send buffer from the QP's pool, the peer's ring, and the data
@@ -69,6 +76,8 @@
  *   struct visock_dp.lock        the data path's, inside the above
  *   struct visock_qp.post_lock   spinlock (BH); whether the QP may be
  *                                posted to; innermost
+ *   struct visock_net.qp_all_lock  spinlock (BH); every QP not freed yet,
+ *                                for the QP caps; innermost
  * The device removal path never holds a device lock while it takes a
  * QP's lock.
  */
@@ -76,6 +85,7 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/jiffies.h>
+#include <linux/log2.h>
 #include <linux/netdevice.h>
 #include <linux/random.h>
 #include <linux/slab.h>
@@ -409,12 +419,46 @@ static int visock_qp_modify(struct visock_qp *q, struct ib_qp_attr *attr,
 	return err;
 }
 
+/*
+ * Estimated bytes of a QP's queues, charged to the namespace's memory
+ * limit like rings: the device's send queue (@sq requests), receive
+ * queue (@rq) and completion queue (@cqe entries), each rounded up to a
+ * power of two as drivers allocate them, at VISOCK_QP_*_BYTES per entry;
+ * plus our cursor message slots and receive request array.
+ */
+static u64 visock_qp_mem_estimate(const struct visock_qp *q, u32 sq, u32 rq,
+				  u32 cqe)
+{
+	u32 slots = rq + (q->max_conns + 1) * VISOCK_LINK_SQ_DEPTH;
+
+	return (u64)roundup_pow_of_two(sq) * VISOCK_QP_SWQE_BYTES +
+	       (u64)roundup_pow_of_two(rq) * VISOCK_QP_RWQE_BYTES +
+	       (u64)roundup_pow_of_two(cqe) * VISOCK_QP_CQE_BYTES +
+	       (u64)DIV_ROUND_UP(slots, VISOCK_SLOTS_PER_PAGE) * PAGE_SIZE +
+	       (u64)rq * sizeof(struct visock_qp_rx);
+}
+
+/* Charge @bytes of queues to the namespace's memory limit, or -ENOBUFS. */
+static int visock_qp_charge(struct visock_qp *q, u64 bytes)
+{
+	struct visock_net *vn = visock_net(q->net);
+	u64 max = (u64)READ_ONCE(vn->lgr_mem_max_mb) << 20;
+
+	if (atomic64_add_return(bytes, &vn->lgr_mem) > max) {
+		atomic64_sub(bytes, &vn->lgr_mem);
+		return -ENOBUFS;
+	}
+	atomic64_add(bytes, &vn->lgr_qp_mem);
+	q->qp_bytes = bytes;
+	return 0;
+}
+
 static int visock_qp_create_verbs(struct visock_qp *q)
 {
 	const struct ib_device_attr *da = &q->ibdev->attrs;
 	struct ib_qp_init_attr init = {};
 	struct ib_qp_attr attr = {};
-	u32 sq, rq, max_wr;
+	u32 sq, rq, cqe, max_wr;
 	int err;
 
 	/* One more request each for ib_drain_qp(). */
@@ -428,11 +472,14 @@ static int visock_qp_create_verbs(struct visock_qp *q)
 	sq = VISOCK_QP_SQ_SLACK + q->max_conns * VISOCK_LINK_SQ_DEPTH;
 	rq = VISOCK_QP_RQ_SLACK + q->max_conns * VISOCK_LINK_RQ_DEPTH;
 	q->rq_size = rq;
+	cqe = min_t(u32, sq + rq + 2, da->max_cqe);
+	err = visock_qp_charge(q, visock_qp_mem_estimate(q, sq + 1, rq + 1,
+							 cqe));
+	if (err)
+		return err;
 
 	q->cq = visock_fault_ptr(VISOCK_FP_CQ_CREATE) ?:
-		ib_alloc_cq_any(q->ibdev, q,
-				min_t(u32, sq + rq + 2, da->max_cqe),
-				IB_POLL_SOFTIRQ);
+		ib_alloc_cq_any(q->ibdev, q, cqe, IB_POLL_SOFTIRQ);
 	if (IS_ERR(q->cq)) {
 		err = PTR_ERR(q->cq);
 		q->cq = NULL;
@@ -663,9 +710,14 @@ static void visock_qp_free(struct kref *ref)
 	unsigned int i;
 
 	WARN_ON_ONCE(q->ibqp || q->listed || !list_empty(&q->links));
+	spin_lock_bh(&vn->qp_all_lock);
+	list_del(&q->all_node);
+	spin_unlock_bh(&vn->qp_all_lock);
+	atomic_dec(&vn->lgr_qps_alive);
 	visock_qp_free_rbufs(q, &q->pool);
 	visock_qp_free_rbufs(q, &q->quarantine);
-	atomic64_sub(q->reg_bytes, &vn->lgr_mem);
+	atomic64_sub(q->reg_bytes + q->qp_bytes, &vn->lgr_mem);
+	atomic64_sub(q->qp_bytes, &vn->lgr_qp_mem);
 	if (q->ctrl_pages)
 		for (i = 0; i < q->ctrl_npages; i++)
 			if (q->ctrl_pages[i])
@@ -714,6 +766,51 @@ static bool visock_qp_same_group(const struct visock_qp *q, bool server,
 {
 	return q->server == server && !memcmp(&q->gid, gid, sizeof(*gid)) &&
 	       !memcmp(&q->peer_addr, peer_addr, sizeof(*peer_addr));
+}
+
+/*
+ * Whether @a and @b, peer addresses as GIDs, belong to the same host as
+ * far as the QP caps go: the same IPv4 address, or IPv6 addresses in the
+ * same /64 (a host gets the addresses of a whole /64 for free).
+ */
+static bool visock_same_peer_host(const union ib_gid *a,
+				  const union ib_gid *b)
+{
+	bool v4 = ipv6_addr_v4mapped((const struct in6_addr *)a->raw);
+
+	if (v4 != ipv6_addr_v4mapped((const struct in6_addr *)b->raw))
+		return false;
+	return !memcmp(a->raw, b->raw, v4 ? sizeof(a->raw) : 8);
+}
+
+/*
+ * May the namespace create one more QP with the peer at @peer_addr?
+ * Every QP counts until it is freed, whatever its state: being set up,
+ * up, dying, or off the list and being torn down.  The caps are
+ * net.visock.lgr_peer_qps_max per peer host (visock_same_peer_host())
+ * and net.visock.lgr_qps_max per namespace; 0 derives them from
+ * lgr_max_links.  Context: under the namespace's lgr_lock.
+ */
+static bool visock_lgr_qp_allowed(struct visock_net *vn,
+				  const union ib_gid *peer_addr)
+{
+	int links = clamp_t(int, READ_ONCE(vn->lgr_max_links), 1, 64);
+	int peer_max = READ_ONCE(vn->lgr_peer_qps_max) ?:
+		       VISOCK_LGR_PEER_QPS_FACTOR * links;
+	int net_max = READ_ONCE(vn->lgr_qps_max) ?:
+		      VISOCK_LGR_NET_QPS_FACTOR * links;
+	struct visock_qp *q;
+	int n = 0;
+
+	lockdep_assert_held(&vn->lgr_lock);
+	if (atomic_read(&vn->lgr_qps_alive) >= net_max)
+		return false;
+	spin_lock_bh(&vn->qp_all_lock);
+	list_for_each_entry(q, &vn->qp_all, all_node)
+		if (visock_same_peer_host(&q->peer_addr, peer_addr))
+			n++;
+	spin_unlock_bh(&vn->qp_all_lock);
+	return n < peer_max;
 }
 
 /* A QP that can take one more connection.  Under lgr_lock. */
@@ -1089,6 +1186,7 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 	spin_lock_init(&q->post_lock);
 	INIT_LIST_HEAD(&q->dev_node);
 	INIT_LIST_HEAD(&q->net_node);
+	INIT_LIST_HEAD(&q->all_node);
 	INIT_LIST_HEAD(&q->links);
 	INIT_LIST_HEAD(&q->pool);
 	INIT_LIST_HEAD(&q->quarantine);
@@ -1164,9 +1262,10 @@ bool visock_lgr_peer_up(struct net *net, const struct sockaddr *peer,
  * with a reference.  Sets *@created if the QP is new: the caller sets it
  * up.  Context: process context.
  * Return: the QP, or ERR_PTR(-EINPROGRESS) (client: wait for a QP being
- * set up), -EBUSY (the group is full), -ENOLINK (server: the QP the client
- * named is gone), -EBADMSG (server: the GID in the client's message is not
- * the address of its TCP connection) or -ENOMEM.
+ * set up), -EBUSY (the group is full), -EDQUOT (a QP cap is reached, see
+ * visock_lgr_qp_allowed()), -ENOLINK (server: the QP the client named is
+ * gone), -EBADMSG (server: the GID in the client's message is not the
+ * address of its TCP connection) or -ENOMEM.
  */
 struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
 				  const union ib_gid *gid,
@@ -1221,17 +1320,25 @@ struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
 		 * A server keeps a few more than the client may want: QPs
 		 * the client gave up without telling us end by idling.
 		 */
-		if (in_group >= (server ? 2 * max_links : max_links))
+		if (in_group >= (server ? 2 * max_links : max_links)) {
 			best = ERR_PTR(pending ? -EINPROGRESS : -EBUSY);
-		else
+		} else if (!visock_lgr_qp_allowed(vn, peer_addr)) {
+			atomic64_inc(&vn->lgr_qps_capped);
+			best = ERR_PTR(-EDQUOT);
+		} else {
 			best = visock_qp_new(vn, p->net, server, gid, peer_addr,
 					     p->ack_timeout);
-		if (!best) {
-			best = ERR_PTR(-ENOMEM);
-		} else if (!IS_ERR(best)) {
+			if (!best)
+				best = ERR_PTR(-ENOMEM);
+		}
+		if (!IS_ERR(best)) {
 			*created = true;
 			best->listed = true;
 			list_add_tail(&best->net_node, &vn->qps);
+			spin_lock_bh(&vn->qp_all_lock);
+			list_add_tail(&best->all_node, &vn->qp_all);
+			spin_unlock_bh(&vn->qp_all_lock);
+			atomic_inc(&vn->lgr_qps_alive);
 			atomic64_inc(&vn->lgr_qps_created);
 		}
 	}
@@ -1625,8 +1732,12 @@ void visock_lgr_net_init(struct net *net)
 
 	mutex_init(&vn->lgr_lock);
 	INIT_LIST_HEAD(&vn->qps);
+	spin_lock_init(&vn->qp_all_lock);
+	INIT_LIST_HEAD(&vn->qp_all);
+	atomic_set(&vn->lgr_qps_alive, 0);
 	init_waitqueue_head(&vn->lgr_wq);
 	atomic64_set(&vn->lgr_mem, 0);
+	atomic64_set(&vn->lgr_qp_mem, 0);
 }
 
 /**
@@ -1680,7 +1791,8 @@ void visock_lgr_net_exit(struct net *net)
  * visock_lgr_gauges() - the link group part of a namespace's gauges
  * @net: the namespace
  * @g: its QPs, those up, registered ring bytes, attached and lingering
- *	connections are added; the messages dropped for stale tokens are set
+ *	connections are added; the messages dropped for stale tokens, the
+ *	QPs not freed yet and the bytes of their queues are set
  *
  * Context: process context.
  */
@@ -1699,5 +1811,8 @@ void visock_lgr_gauges(struct net *net, struct visock_gauges *g)
 	}
 	mutex_unlock(&vn->lgr_lock);
 	g->lgr_stale = atomic64_read(&vn->lgr_stale);
+	g->qps_alive = atomic_read(&vn->lgr_qps_alive);
+	g->qp_bytes = atomic64_read(&vn->lgr_qp_mem);
 	g->reg_bytes = atomic64_read(&vn->lgr_mem);
+	g->reg_bytes -= min(g->reg_bytes, g->qp_bytes);
 }

@@ -32,6 +32,17 @@
 #define VISOCK_QP_RQ_SLACK	32
 #define VISOCK_QP_SQ_SLACK	8
 
+/*
+ * Bytes per queue entry a device allocates, for the memory estimate of a
+ * QP (visock_qp_mem_estimate()): Soft-RoCE's send request with two SGEs,
+ * receive request with one and completion entry, with room for the
+ * driver's bookkeeping (a QP of 512 connections: 9.3 MiB estimated,
+ * 8.8 MiB of slab and vmalloc measured).
+ */
+#define VISOCK_QP_SWQE_BYTES	256
+#define VISOCK_QP_RWQE_BYTES	96
+#define VISOCK_QP_CQE_BYTES	96
+
 /* RC transport parameters (IBTA encodings). */
 #define VISOCK_LINK_MIN_RNR	12	/* 0.64 ms */
 /* Not 7: Soft-RoCE treats 7 as infinite, and a dead peer must show. */
@@ -120,6 +131,8 @@ struct visock_qp_rx {
  * @net: namespace; the QP is destroyed by the namespace's exit at the
  *	latest
  * @net_node: entry in visock_net.qps, under its lgr_lock
+ * @all_node: entry in visock_net.qp_all from creation until freed, under
+ *	its qp_all_lock
  * @listed: on that list (under lgr_lock)
  * @dying: takes no new connections (under lgr_lock; read locklessly)
  * @retired: dying only because lingering connections filled it (see
@@ -162,6 +175,8 @@ struct visock_qp_rx {
  * @pool: registered rings of ended connections, ready for reuse
  * @quarantine: rings a peer may still write to, kept until the QP ends
  * @reg_bytes: bytes of all rings of this QP (for the memory limit)
+ * @qp_bytes: estimated bytes of its queues, charged to the memory limit
+ *	from the creation of its verbs objects until it is freed
  * @msg_cqe: completion handler of our link message
  * @msg_done: completed by it
  * @ka_work: sends a keepalive link message every
@@ -197,6 +212,7 @@ struct visock_qp {
 	bool confirmed;
 	struct net *net;
 	struct list_head net_node;
+	struct list_head all_node;
 	bool listed;
 	bool dying;
 	bool retired;
@@ -238,6 +254,7 @@ struct visock_qp {
 	struct list_head pool;
 	struct list_head quarantine;
 	u64 reg_bytes;
+	u64 qp_bytes;
 
 	struct ib_cqe msg_cqe;
 	struct completion msg_done;

@@ -31,6 +31,7 @@ static const char * const visock_fb_names[__VISOCK_FB_MAX] = {
 	[VISOCK_FB_POLICY]		= "policy",
 	[VISOCK_FB_LINK_BUSY]		= "link_busy",
 	[VISOCK_FB_LINK_GONE]		= "link_gone",
+	[VISOCK_FB_QP_LIMIT]		= "qp_limit",
 };
 
 /**
@@ -164,6 +165,8 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	seq_printf(seq, "qps %llu\n", g.qps);
 	seq_printf(seq, "links_up %llu\n", g.links_up);
 	seq_printf(seq, "registered_bytes %llu\n", g.reg_bytes);
+	seq_printf(seq, "qps_alive %llu\n", g.qps_alive);
+	seq_printf(seq, "qp_queue_bytes %llu\n", g.qp_bytes);
 	seq_printf(seq, "lgr_connections %llu\n", g.lgr_conns);
 	seq_printf(seq, "lgr_lingering %llu\n", g.lgr_lingering);
 	seq_printf(seq, "lgr_qps_created %lld\n",
@@ -177,6 +180,8 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	seq_printf(seq, "lgr_qps_retired %lld\n",
 		   (long long)atomic64_read(&vn->lgr_retired));
 	seq_printf(seq, "lgr_stale_dropped %llu\n", g.lgr_stale);
+	seq_printf(seq, "lgr_qps_capped %lld\n",
+		   (long long)atomic64_read(&vn->lgr_qps_capped));
 	seq_printf(seq, "lgr_gid_mismatch %lld\n",
 		   (long long)atomic64_read(&vn->lgr_gid_mismatch));
 	seq_printf(seq, "lazy_started %lld\n",

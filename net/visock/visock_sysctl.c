@@ -23,6 +23,7 @@ static const int visock_lgr_conns_max = VISOCK_LGR_CONNS_MAX;
 static const int visock_lgr_idle_max = 3600000;
 static const int visock_lgr_mem_max = 1 << 20;	/* MiB: 1 TiB */
 static const int visock_lazy_max = VISOCK_LAZY_MAX;
+static const int visock_lgr_qps_max = VISOCK_LGR_QPS_MAX;
 
 static struct ctl_table visock_sysctl_template[] = {
 	{
@@ -129,6 +130,29 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= (void *)&visock_lazy_max,
 	},
+	{
+		/*
+		 * QPs with one peer host, in any state until freed (0:
+		 * 8 * lgr_max_links); see visock_lgr_peer_qps_max()
+		 */
+		.procname	= "lgr_peer_qps_max",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= (void *)&visock_lgr_qps_max,
+	},
+	{
+		/* QPs of the namespace, any state (0: 64 * lgr_max_links) */
+		.procname	= "lgr_qps_max",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= (void *)&visock_lgr_qps_max,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -156,6 +180,8 @@ int visock_sysctl_net_init(struct net *net)
 	vn->lgr_mem_max_mb = VISOCK_LGR_MEM_MAX_MB_DEFAULT;
 	vn->lgr_keepalive_ms = VISOCK_LGR_KEEPALIVE_MS_DEFAULT;
 	vn->lazy_bytes = 0;
+	vn->lgr_peer_qps_max = 0;
+	vn->lgr_qps_max = 0;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -171,6 +197,8 @@ int visock_sysctl_net_init(struct net *net)
 	table[7].data = &vn->lgr_mem_max_mb;
 	table[8].data = &vn->lgr_keepalive_ms;
 	table[9].data = &vn->lazy_bytes;
+	table[10].data = &vn->lgr_peer_qps_max;
+	table[11].data = &vn->lgr_qps_max;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);

@@ -356,7 +356,7 @@ static const char *const fb_names[] = {
 	"none", "disabled", "peer_no_visock", "no_device", "peer_no_device",
 	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
 	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
-	"link_busy", "link_gone",
+	"link_busy", "link_gone", "qp_limit",
 };
 
 static const char *fb_name(unsigned int r)

@@ -177,6 +177,8 @@ enum visock_mode {
  *	the handshake timeout
  * @VISOCK_FB_LINK_GONE: the peer no longer had the shared QP the client
  *	named
+ * @VISOCK_FB_QP_LIMIT: the peer host's or the namespace's queue pair cap
+ *	is reached
  * @__VISOCK_FB_MAX: one above the highest reason (VISOCK_FB_MAX)
  *
  * Values are stable ABI: they appear in getsockopt(), statistics and
@@ -201,6 +203,7 @@ enum visock_fallback_reason {
 	VISOCK_FB_POLICY = 15,
 	VISOCK_FB_LINK_BUSY = 16,
 	VISOCK_FB_LINK_GONE = 17,
+	VISOCK_FB_QP_LIMIT = 18,
 	__VISOCK_FB_MAX,
 };
 

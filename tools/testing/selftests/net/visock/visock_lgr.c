@@ -838,12 +838,16 @@ static void group_full(struct vt_ctx *c)
 
 static void mem_limit(struct vt_ctx *c)
 {
-	/* 1 MiB on the client: two connections' 256 KiB ring + buffer. */
+	/*
+	 * 1 MiB on the client: a small QP (8 connections: about 150 KiB of
+	 * queues, which count too) and one connection's 256 KiB ring and
+	 * buffer fit, the next connection's do not.
+	 */
 	static const struct limit_case lc = {
 		.what = "lgr_mem_max_mb=1 on the client",
 		.n = 8,
 		.rcvbuf = 256 * 1024,
-		.sysctl = { { "lgr_mem_max_mb", 1 } },
+		.sysctl = { { "lgr_mem_max_mb", 1 }, { "lgr_link_conns", 8 } },
 		.reason = VISOCK_FB_BUF_EXHAUSTED,
 	};
 	int fb, rdma = limit_run(c, &lc, &fb);

@@ -814,6 +814,28 @@ static void rm_setup(struct rawmsg *m, uint8_t type,
 	m->b[7] = (uint8_t)m->len;
 }
 
+static void rm_confirm(struct rawmsg *m, uint32_t token)
+{
+	m->len = 0;
+	rm_put(m, HS_MAGIC, 4);
+	rm_put(m, HS_CONFIRM, 1);
+	rm_put(m, 1, 1);
+	rm_put(m, 16, 2);
+	rm_tlv(m, TLV_TOKEN, 4);
+	rm_put(m, token, 4);
+}
+
+/* A valid failover message: "I received nothing over RDMA". */
+static void rm_failover(struct rawmsg *m)
+{
+	m->len = 0;
+	rm_put(m, 0xf0, 1);
+	rm_put(m, 1, 1);
+	rm_put(m, 0, 2);
+	rm_put(m, 0x56534b46, 4);	/* "VSKF" */
+	rm_put(m, 0, 8);
+}
+
 static uint32_t get_be(const uint8_t *p, int bytes)
 {
 	uint32_t v = 0;
@@ -950,6 +972,9 @@ static void hostile_cleanup(const struct vt_ctx *c)
 	(void)c;
 	hu_write_ll(RAW_HOOK, 0);
 	hu_write_ll(LAZY_BYTES, 0);
+	/* qp_mem_budget's value, should its server half have failed. */
+	if (hu_read_ll(LGR_MEM_MAX) == 8)
+		hu_write_ll(LGR_MEM_MAX, 256);
 }
 
 /* Client: the hook exists here and the server can run RDMA. */
@@ -1125,6 +1150,285 @@ static void gid_mismatch(struct vt_ctx *c)
 	close(fd);
 }
 
+/*
+ * One hostile attempt: REQ for a new QP (LINK 0) with a made-up QP,
+ * CONFIRM, then a valid failover message, which makes the server's QP
+ * dying.  Returns 0 if the server set up a QP (the connection is left
+ * open in *@fdp), else the reason of its DECLINE (*@fdp is -1).
+ */
+static uint32_t hostile_attempt(struct vt_ctx *c, int port, int *fdp)
+{
+	struct rawparams rp;
+	struct rawdec d;
+	struct rawmsg m;
+	uint8_t fo[FO_LEN];
+	int fd = raw_connect(c, port, NULL);
+
+	memset(&rp, 0, sizeof(rp));
+	local_gid(fd, rp.gid);
+	rp.qpn = (rand32() % 0xfffff0) + 1;
+	rp.psn = rand32() & 0xffffff;
+	rp.rkey = rand32();
+	rp.token = rand32() | 1;
+	rp.link_id = rp.qpn;
+	rm_setup(&m, HS_REQ, &rp);
+	su_write_all(fd, m.b, m.len);
+	rm_read(fd, &d);
+	if (d.type == HS_DECLINE) {
+		close(fd);
+		*fdp = -1;
+		return d.reason ?: 255;
+	}
+	vt_assert(d.type == HS_REP, "the server answered type %u", d.type);
+	rm_confirm(&m, d.token);
+	su_write_all(fd, m.b, m.len);
+	/*
+	 * Let the server settle on RDMA first: bytes that arrive with the
+	 * CONFIRM are only looked at on TCP's next event.
+	 */
+	usleep(300 * 1000);
+	rm_failover(&m);
+	su_write_all(fd, m.b, m.len);
+	/* The server answers with its own once its QP is dying. */
+	if (read_within(fd, fo, sizeof(fo), MSG_MS) != sizeof(fo))
+		vt_diag("no failover message from the server");
+	*fdp = fd;
+	return 0;
+}
+
+/* Slab + VmallocUsed of /proc/meminfo, KiB. */
+static long long kmem_kib(void)
+{
+	char line[256];
+	long long v, sum = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	vt_assert(f, "/proc/meminfo: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Slab: %lld", &v) == 1 ||
+		    sscanf(line, "VmallocUsed: %lld", &v) == 1)
+			sum += v;
+	fclose(f);
+	return sum;
+}
+
+/* The server's cap on QPs with one peer host. */
+static long long peer_cap(void)
+{
+	long long cap = hu_read_ll(LGR_PEER_QPS);
+
+	if (cap <= 0)
+		cap = 8 * hu_read_ll(LGR_MAX_LINKS);
+	return cap;
+}
+
+/* Fixed part of what the hostile connections may cost beyond QPs, MiB. */
+#define HOSTILE_OVERHEAD_MB	32
+
+/*
+ * Server of the hostile handshake tests: accept whatever comes until the
+ * client is done, keep the connections with a QP open (close fallen back
+ * ones), and watch the QP gauges.  With @mem, slab + vmalloc growth is
+ * checked as well.
+ */
+static void hostile_server(struct vt_ctx *c, bool mem)
+{
+	long long cap = peer_cap(), qps0, alive0, qps, alive, max_qps = 0;
+	long long max_alive = 0, kib0, kib = 0, limit, capped0;
+	int lfd, fd, n = 0, nfds = 0, *fds = NULL;
+	char line[64];
+
+	/* QPs of earlier tests go first: they would count here. */
+	hu_proc_wait("qps", 0, 60000);
+	if (hu_proc_get("qps_alive") > 0)
+		hu_proc_wait("qps_alive", 0, 60000);
+	qps0 = hu_proc("qps");
+	alive0 = hu_proc_get("qps_alive");
+	capped0 = hu_proc_get("lgr_qps_capped");
+	kib0 = kmem_kib();
+	lfd = su_listen(VT_FAMILY_VISOCK, false, 256, SOCK_CLOEXEC);
+	su_send_port(c, lfd);
+	vt_send_num(c, "cap", cap);
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = lfd, .events = POLLIN },
+					 { .fd = c->ctl, .events = POLLIN } };
+
+		vt_try(poll(pfd, 2, 60000), "poll");
+		if (pfd[0].revents & POLLIN) {
+			struct visock_info vi;
+
+			fd = su_accept(lfd, SOCK_CLOEXEC);
+			n++;
+			hu_get_info(fd, &vi);
+			if (vi.vi_fallback_reason) {
+				close(fd);
+			} else {
+				fds = realloc(fds, (nfds + 1) * sizeof(*fds));
+				vt_assert(fds, "out of memory");
+				fds[nfds++] = fd;
+			}
+			qps = hu_proc("qps") - qps0;
+			alive = hu_proc_get("qps_alive") - alive0;
+			max_qps = qps > max_qps ? qps : max_qps;
+			max_alive = alive > max_alive ? alive : max_alive;
+			if (mem && kmem_kib() - kib0 > kib)
+				kib = kmem_kib() - kib0;
+			continue;
+		}
+		if (pfd[1].revents)
+			break;
+	}
+	vt_recv(c, line, sizeof(line));
+	vt_assert(!strncmp(line, "done", 4), "client: %s", line);
+	qps = hu_proc("qps") - qps0;
+	alive = hu_proc_get("qps_alive") - alive0;
+	max_qps = qps > max_qps ? qps : max_qps;
+	max_alive = alive > max_alive ? alive : max_alive;
+	if (mem && kmem_kib() - kib0 > kib)
+		kib = kmem_kib() - kib0;
+	vt_diag("server: %d connections, %d with a QP, cap %lld, capped +%lld",
+		n, nfds, cap, hu_proc_get("lgr_qps_capped") - capped0);
+	vt_diag("server: QPs listed %lld (max %lld), not freed %lld (max %lld); qp_queue_bytes %lld, registered_bytes %lld",
+		qps, max_qps, alive, max_alive, hu_proc_get("qp_queue_bytes"),
+		hu_proc("registered_bytes"));
+	if (mem) {
+		limit = hu_read_ll(LGR_MEM_MAX) +
+			HOSTILE_OVERHEAD_MB;
+		vt_diag("server: slab + vmalloc grew by %lld KiB (%lld KiB per connection with a QP); limit %lld MiB",
+			kib, nfds ? kib / nfds : 0, limit);
+		vt_assert(kib <= limit * 1024,
+			  "slab + vmalloc grew by %lld KiB, more than lgr_mem_max_mb + %d MiB",
+			  kib, HOSTILE_OVERHEAD_MB);
+	}
+	vt_assert(max_qps <= cap && max_alive <= cap,
+		  "%lld QPs listed, %lld not freed at most: the cap is %lld",
+		  max_qps, max_alive, cap);
+	vt_sync(c, "checked");
+	while (nfds--)
+		close(fds[nfds]);
+	free(fds);
+	close(lfd);
+}
+
+/* Client of the hostile handshake tests: @n attempts. */
+static void hostile_client(struct vt_ctx *c, int n)
+{
+	int port = su_recv_port(c), i, fd, nfds = 0, *fds;
+	long long cap = vt_recv_num(c, "cap");
+	unsigned int declined[VISOCK_FB_MAX + 2] = { 0 };
+	uint32_t r;
+
+	fds = calloc(cap + 4, sizeof(*fds));
+	vt_assert(fds, "out of memory");
+	for (i = 0; i < n; i++) {
+		r = hostile_attempt(c, port, &fd);
+		if (!r)
+			fds[nfds++] = fd;
+		else
+			declined[r > VISOCK_FB_MAX ? VISOCK_FB_MAX + 1 : r]++;
+		/* Far beyond the cap: stop before the server runs dry. */
+		if (nfds >= cap + 4)
+			break;
+	}
+	vt_send(c, "done");
+	vt_diag("client: %d attempts, %d QPs set up, declined: QP_LIMIT %u, LINK_BUSY %u, other %u",
+		i < n ? i + 1 : n, nfds, declined[VISOCK_FB_QP_LIMIT],
+		declined[VISOCK_FB_LINK_BUSY],
+		i - nfds - declined[VISOCK_FB_QP_LIMIT] -
+		declined[VISOCK_FB_LINK_BUSY] + (i < n));
+	vt_assert(nfds <= cap, "the server set up %d QPs for one host, cap %lld",
+		  nfds, cap);
+	vt_assert(declined[VISOCK_FB_QP_LIMIT],
+		  "no attempt was declined with QP_LIMIT");
+	vt_sync(c, "checked");
+	while (nfds--)
+		close(fds[nfds]);
+	free(fds);
+}
+
+/*
+ * qp_cap_dying: REQ for a new QP, CONFIRM, a failover message (the QP
+ * is dying), again and again, holding every connection: the server's QPs
+ * with this host stay at or below net.visock.lgr_peer_qps_max, counted
+ * in every state, and the attempts beyond it are declined with QP_LIMIT.
+ */
+static void qp_cap_dying(struct vt_ctx *c)
+{
+	need_hostile(c, false);
+	if (vt_is_client(c))
+		hostile_client(c, 8 * (int)hu_read_ll(LGR_MAX_LINKS) +
+				  8);
+	else
+		hostile_server(c, false);
+}
+
+#define HOSTILE_ATTEMPTS	2000
+
+/*
+ * hostile_handshakes: HOSTILE_ATTEMPTS such attempts from one host leave
+ * the server's QPs at or below the cap, and its slab + vmalloc growth
+ * within lgr_mem_max_mb plus HOSTILE_OVERHEAD_MB.
+ */
+static void hostile_handshakes(struct vt_ctx *c)
+{
+	need_hostile(c, false);
+	if (vt_is_client(c))
+		hostile_client(c, HOSTILE_ATTEMPTS);
+	else
+		hostile_server(c, true);
+}
+
+/*
+ * qp_mem_budget: the queues of a QP count in the namespace's memory
+ * budget.  With net.visock.lgr_mem_max_mb=8 on the server, a QP sized
+ * for lgr_link_conns (512: about 9 MiB of queues) does not fit, while a
+ * connection's rings (128 KiB) would: a REQ for a new QP is declined
+ * with BUF_EXHAUSTED and nothing stays charged.
+ */
+static void qp_mem_budget(struct vt_ctx *c)
+{
+	long long saved;
+	struct rawparams rp;
+	struct rawdec d;
+	struct rawmsg m;
+	int lfd, fd;
+
+	need_hostile(c, false);
+	if (!vt_is_client(c)) {
+		saved = hu_read_ll(LGR_MEM_MAX);
+		hu_set_ll(LGR_MEM_MAX, 8);
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		vt_expect(c, "answered");
+		hu_set_ll(LGR_MEM_MAX, saved);
+		vt_assert(hu_proc_wait("registered_bytes", 0, 5000) == 0,
+			  "%lld ring bytes still charged",
+			  hu_proc("registered_bytes"));
+		vt_sync(c, "checked");
+		close(lfd);
+		return;
+	}
+	fd = raw_connect(c, su_recv_port(c), NULL);
+	memset(&rp, 0, sizeof(rp));
+	local_gid(fd, rp.gid);
+	rp.qpn = (rand32() % 0xfffff0) + 1;
+	rp.psn = rand32() & 0xffffff;
+	rp.rkey = rand32();
+	rp.token = rand32() | 1;
+	rp.link_id = rp.qpn;
+	rm_setup(&m, HS_REQ, &rp);
+	su_write_all(fd, m.b, m.len);
+	rm_read(fd, &d);
+	vt_send(c, "answered");
+	vt_diag("REQ for a new QP, server lgr_mem_max_mb=8: type %u, reason %u",
+		d.type, d.reason);
+	vt_assert(d.type == HS_DECLINE && d.reason == VISOCK_FB_BUF_EXHAUSTED,
+		  "the server answered type %u reason %u, expected DECLINE(BUF_EXHAUSTED)",
+		  d.type, d.reason);
+	vt_sync(c, "checked");
+	close(fd);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1137,6 +1441,9 @@ static const struct vt_test tests[] = {
 	  "a socket stalled in sendmsg() does not block the dumps" },
 	T(decline_foreign_qp, 120, "a SWITCH naming another host's QP posts nothing on it"),
 	T(gid_mismatch, 60, "a REQ whose GID is not the TCP peer's is declined"),
+	T(qp_cap_dying, 600, "QPs made dying by their peer still count against the cap"),
+	T(hostile_handshakes, 900, "2,000 hostile handshakes: QPs and memory bounded"),
+	T(qp_mem_budget, 60, "a QP's queues count in lgr_mem_max_mb"),
 };
 
 int main(int argc, char **argv)
