@@ -15,6 +15,11 @@
 # Environment:
 #   VISOCK_CACHE    cache directory (default: $HOME/.cache/visock)
 #   KUNIT_JOBS      parallel build jobs (default: nproc)
+#   VISOCK_KUNIT_FUZZ_ITERS  messages per decoder family of the visock_fuzz
+#                   suite (default: FUZZ_ITERS_DEFAULT below; the module's own
+#                   default, the full count, is what make check-debug runs)
+#   VISOCK_KUNIT_FUZZ_SEED   seed of the visock_fuzz suite (default: its
+#                   fixed seed; a failure prints the seed to replay it with)
 # Extra arguments are passed to "kunit.py run", e.g. a filter glob such as
 # 'visock_ring.*'.
 #
@@ -34,6 +39,12 @@ kunitconfig=$script_dir/visock.kunitconfig
 overlay=$tree/net/visock_kunit
 json=$build_dir/visock-kunit.json
 jobs=${KUNIT_JOBS:-$(nproc)}
+# Keeps the fuzzing under a minute of the KUnit stage on a 2-core host.
+FUZZ_ITERS_DEFAULT=20000
+fuzz_args=("--kernel_args=visock_kunit.fuzz_iters=${VISOCK_KUNIT_FUZZ_ITERS:-$FUZZ_ITERS_DEFAULT}")
+if [ -n "${VISOCK_KUNIT_FUZZ_SEED:-}" ]; then
+	fuzz_args+=("--kernel_args=visock_kunit.fuzz_seed=$VISOCK_KUNIT_FUZZ_SEED")
+fi
 
 # pure_srcs, pure_hdrs: what the suites test, without kernel subsystems.
 . "$script_dir/files.sh"
@@ -148,6 +159,7 @@ python3 "$tree/tools/testing/kunit/kunit.py" run \
 	--build_dir="$build_dir" \
 	--jobs="$jobs" \
 	--json="$json" \
+	"${fuzz_args[@]}" \
 	"$@"
 rc=$?
 set -e
