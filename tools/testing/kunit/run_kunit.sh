@@ -40,7 +40,7 @@ overlay=$tree/net/visock_kunit
 json=$build_dir/visock-kunit.json
 jobs=${KUNIT_JOBS:-$(nproc)}
 # Keeps the fuzzing under a minute of the KUnit stage on a 2-core host.
-FUZZ_ITERS_DEFAULT=20000
+FUZZ_ITERS_DEFAULT=100000
 fuzz_args=("--kernel_args=visock_kunit.fuzz_iters=${VISOCK_KUNIT_FUZZ_ITERS:-$FUZZ_ITERS_DEFAULT}")
 if [ -n "${VISOCK_KUNIT_FUZZ_SEED:-}" ]; then
 	fuzz_args+=("--kernel_args=visock_kunit.fuzz_seed=$VISOCK_KUNIT_FUZZ_SEED")
