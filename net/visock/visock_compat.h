@@ -51,9 +51,10 @@
  * SOCK_CUSTOM_SOCKOPT (6.7+) lets a family see setsockopt(SOL_SOCKET, ...)
  * calls.  Without it the socket layer applies them to the visock socket
  * only, and visock_tcp_sync_opts() copies them to the internal TCP socket
- * at the next call that needs them.
+ * at the next call that needs them.  The flag was a #define at first and
+ * is an enum constant in newer kernels (7.x), so #ifdef cannot see it.
  */
-#ifdef SOCK_CUSTOM_SOCKOPT
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
 #define VISOCK_HAVE_CUSTOM_SOCKOPT	1
 #else
 #define VISOCK_HAVE_CUSTOM_SOCKOPT	0
