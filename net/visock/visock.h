@@ -290,9 +290,11 @@ struct visock_net {
  * @sw_skip: bytes of the peer's SWITCH message still to drop from the
  *	TCP stream at @sw_rx_end (server)
  * @sw_deadline: jiffies by which the client needs the switch reply
- * @sw_started: jiffies when that wait started (or restarted: the SWITCH
- *	not yet acknowledged by TCP)
+ * @sw_started: jiffies when the client sent its SWITCH, then when it saw
+ *	TCP acknowledge it
  * @sw_seq: TCP sequence number just after the client's SWITCH
+ * @sw_acked: the client saw TCP acknowledge its SWITCH (the reply's
+ *	clock runs from then on)
  * (all sw_* but @sw_state under lock_sock())
  * @local_opt: option we sent (valid with VISOCK_F_SYN_OPT)
  * @peer_opt: option the peer sent (valid with VISOCK_F_PEER_OPT)
@@ -357,6 +359,7 @@ struct visock_sock {
 	unsigned long sw_deadline;
 	unsigned long sw_started;
 	u32 sw_seq;
+	bool sw_acked;
 	u16 family;
 	struct visock_synopt local_opt;
 	struct visock_synopt peer_opt;
@@ -558,6 +561,8 @@ extern u32 visock_test_raw_handshake;
 extern u32 visock_test_hs_delay_ms;
 /* Test hook: no closed or abort flag is sent (debugfs) */
 extern u32 visock_test_mute_end_flags;
+/* Test hook: a lazy client handles the switch reply this many ms late */
+extern u32 visock_test_swrep_delay_ms;
 
 /*
  * Cursor message injection (debugfs cdc_inject, test only): the next

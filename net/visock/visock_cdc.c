@@ -512,10 +512,22 @@ void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
 	    m.prod.wrap != dp->rx_prod.wrap ||
 	    m.prod.count != dp->rx_prod.count)
 		goto bad;
-	adv = visock_cursor_diff(dp->tx_size, &dp->tx_peer_cons, &m.cons);
-	if (adv < 0 ||
-	    visock_cursor_diff(dp->tx_size, &m.cons, &dp->tx_sent) < 0)
-		goto bad;
+	if (dp->sw_pending) {
+		/*
+		 * A lazy client before the switch reply is handled: the
+		 * peer's ring is not known yet (tx_size is 0) and nothing
+		 * was sent, so the peer cannot have consumed anything.
+		 */
+		if (m.cons.wrap || m.cons.count)
+			goto bad;
+		adv = 0;
+	} else {
+		adv = visock_cursor_diff(dp->tx_size, &dp->tx_peer_cons,
+					 &m.cons);
+		if (adv < 0 ||
+		    visock_cursor_diff(dp->tx_size, &m.cons, &dp->tx_sent) < 0)
+			goto bad;
+	}
 	if (dp->credits + m.credits > VISOCK_LINK_RQ_DEPTH)
 		goto bad;
 

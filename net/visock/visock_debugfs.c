@@ -26,6 +26,13 @@
  *	link group tests use it to check that lingering connections cannot
  *	fill a link group.
  *
+ * swrep_delay_ms: a lazy client handles the switch reply this many
+ *	milliseconds after it arrived, as on a host whose workers are that
+ *	slow; the peer's messages that follow the reply on the queue pair
+ *	arrive first.  The security tests use it to check that such a
+ *	message is taken as the start of the new connection, not as a
+ *	protocol violation.
+ *
  * cdc_token, cdc_inject, cdc_injected: cursor message injection.  Write
  *	a connection's local token (VISOCK_INFO vi_local_token) to
  *	cdc_token, then a VISOCK_TEST_CDC_* mode to cdc_inject: the
@@ -54,6 +61,7 @@ u32 visock_test_mute_end_flags;
 u32 visock_test_cdc_inject;
 u32 visock_test_cdc_token;
 u32 visock_test_cdc_injected;
+u32 visock_test_swrep_delay_ms;
 
 static struct dentry *visock_debugfs_dir;
 
@@ -86,6 +94,8 @@ void visock_debugfs_init(void)
 			   &visock_test_cdc_inject);
 	debugfs_create_u32("cdc_injected", 0400, visock_debugfs_dir,
 			   &visock_test_cdc_injected);
+	debugfs_create_u32("swrep_delay_ms", 0600, visock_debugfs_dir,
+			   &visock_test_swrep_delay_ms);
 	debugfs_create_file("socks", 0400, visock_debugfs_dir, NULL,
 			    &visock_socks_fops);
 	visock_fault_debugfs_init(visock_debugfs_dir);

@@ -196,10 +196,11 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 	}
 	WRITE_ONCE(vsk->sw_state, VISOCK_SW_WAIT);
 	vsk->sw_seq = READ_ONCE(tcp_sk(vsk->tcp->sk)->write_seq);
+	vsk->sw_acked = false;
 	vsk->sw_started = jiffies;
 	vsk->sw_deadline = jiffies +
 		msecs_to_jiffies(READ_ONCE(visock_net(sock_net(&vsk->sk))->hs_timeout_ms));
-	visock_hs_queue_at(vsk, vsk->sw_deadline);
+	visock_hs_queue_at(vsk, jiffies + 1);
 	return 0;
 }
 
@@ -225,7 +226,12 @@ void visock_lazy_reply_locked(struct visock_dp *dp, const u8 *buf, u32 len)
 	}
 	memcpy(dp->sw_reply, buf, VISOCK_CDC_LEN);
 	dp->sw_reply_in = true;
-	visock_hs_kick(dp->vsk);
+	dp->sw_reply_at = jiffies;
+	if (unlikely(READ_ONCE(visock_test_swrep_delay_ms)))
+		visock_hs_queue_at(dp->vsk, jiffies +
+				   msecs_to_jiffies(visock_test_swrep_delay_ms));
+	else
+		visock_hs_kick(dp->vsk);
 }
 
 /* Client: the reply is in (or the time is up).  Under lock_sock(). */
@@ -236,25 +242,45 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 	u8 buf[VISOCK_CDC_LEN];
 	unsigned int wake = 0;
 	struct visock_swrep r;
+	unsigned long at;
 	bool in;
 	u64 pos;
 
 	spin_lock_bh(&dp->lock);
 	in = dp->sw_reply_in;
 	memcpy(buf, dp->sw_reply, sizeof(buf));
+	at = dp->sw_reply_at;
 	spin_unlock_bh(&dp->lock);
+	if (in && unlikely(READ_ONCE(visock_test_swrep_delay_ms))) {
+		at += msecs_to_jiffies(READ_ONCE(visock_test_swrep_delay_ms));
+		if (time_before(jiffies, at)) {
+			visock_hs_queue_at(vsk, at);
+			return;
+		}
+	}
 	if (!in) {
-		unsigned long timeout = vsk->sw_deadline - vsk->sw_started;
+		struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+		unsigned long timeout;
+
+		timeout = msecs_to_jiffies(READ_ONCE(vn->hs_timeout_ms));
 
 		/*
 		 * Until TCP saw the SWITCH acknowledged, the server is a
-		 * TCP receiver that does not read: wait as TCP would.
+		 * TCP receiver that does not read: wait as TCP would.  The
+		 * reply's clock starts when we first see the
+		 * acknowledgment, which is never before it came; looking
+		 * a few times per timeout keeps that close to it.
 		 */
-		if (time_after_eq(jiffies, vsk->sw_deadline) &&
-		    before(READ_ONCE(tcp_sk(vsk->tcp->sk)->snd_una),
-			   vsk->sw_seq)) {
+		if (!vsk->sw_acked &&
+		    !before(READ_ONCE(tcp_sk(vsk->tcp->sk)->snd_una),
+			    vsk->sw_seq)) {
+			vsk->sw_acked = true;
 			vsk->sw_started = jiffies;
 			vsk->sw_deadline = jiffies + timeout;
+		}
+		if (!vsk->sw_acked) {
+			visock_hs_queue_at(vsk, jiffies + max(timeout / 4, 1UL));
+			return;
 		}
 		if (time_after_eq(jiffies, vsk->sw_deadline))
 			visock_lazy_fail(vsk, ETIMEDOUT);
@@ -306,12 +332,41 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 	visock_lazy_switched(vsk);
 }
 
+/*
+ * Server: send the accepting reply, the first message of the new
+ * connection.  If it cannot go, nothing of ours reached the client and
+ * nothing may (no closed or abort flag either, the client does not know
+ * our token): the caller declines from the QP's own slot instead.
+ */
+static int visock_lazy_send_reply(struct visock_sock *vsk,
+				  const struct visock_hs_msg *sw,
+				  const struct visock_hs_msg *m)
+{
+	struct visock_dp *dp = vsk->dp;
+	struct visock_swrep r = {};
+	int err;
+
+	r.token = sw->token;
+	r.flags = VISOCK_SWREP_F_ACCEPT;
+	r.rbuf_class = visock_sizeclass_for(m->rbuf_size);
+	r.rtoken = vsk->local_token;
+	r.rbuf_addr = m->rbuf_addr;
+	r.rbuf_rkey = m->rbuf_rkey;
+	/* Our TCP bytes end here: every later one goes over RDMA. */
+	r.pos = (u32)vsk->sw_tx_pos;
+	spin_lock_bh(&dp->lock);
+	err = visock_cdc_send_swrep_locked(dp, &r);
+	if (err)
+		dp->state = VISOCK_DP_STOPPED;
+	spin_unlock_bh(&dp->lock);
+	return err;
+}
+
 /* Server: is the client's SWITCH in?  Under lock_sock(). */
 static void visock_lazy_srv_switch(struct visock_sock *vsk)
 {
 	struct visock_hs_msg sw, m;
 	u8 buf[VISOCK_HS_MAX_LEN];
-	struct visock_swrep r = {};
 	u32 off;
 	int n, len, err;
 
@@ -341,6 +396,8 @@ static void visock_lazy_srv_switch(struct visock_sock *vsk)
 		err = visock_link_connect(vsk->link, &sw);
 	if (!err)
 		err = visock_rdma_prepare(vsk);
+	if (!err)
+		err = visock_lazy_send_reply(vsk, &sw, &m);
 	if (err) {
 		visock_rdma_destroy_link(vsk);
 		if (visock_hs_switch_decline(vsk, &sw,
@@ -352,21 +409,6 @@ static void visock_lazy_srv_switch(struct visock_sock *vsk)
 			return;
 		}
 		visock_lazy_declined(vsk);
-		return;
-	}
-	r.token = sw.token;
-	r.flags = VISOCK_SWREP_F_ACCEPT;
-	r.rbuf_class = visock_sizeclass_for(m.rbuf_size);
-	r.rtoken = vsk->local_token;
-	r.rbuf_addr = m.rbuf_addr;
-	r.rbuf_rkey = m.rbuf_rkey;
-	/* Our TCP bytes end here: every later one goes over RDMA. */
-	r.pos = (u32)vsk->sw_tx_pos;
-	spin_lock_bh(&vsk->dp->lock);
-	err = visock_cdc_send_swrep_locked(vsk->dp, &r);
-	spin_unlock_bh(&vsk->dp->lock);
-	if (err) {
-		visock_lazy_fail(vsk, ECONNRESET);
 		return;
 	}
 	visock_lazy_switched(vsk);
@@ -386,6 +428,36 @@ void visock_lazy_work(struct visock_sock *vsk)
 		visock_lazy_cli_reply(vsk);
 }
 
+/*
+ * Server: have bytes beyond the client's byte L - 1 come in?  Then its
+ * SWITCH stands in TCP's receive queue: look at it.  Unread bytes are
+ * counted from what the reader took from TCP (copied_seq) and where it
+ * stands in the stream (sw_rx_pos); the reader moves the first before
+ * the second, so it looks again after moving the second
+ * (visock_lazy_rx_advance()): a SWITCH that arrives while it reads is
+ * seen by one of the two.
+ *
+ * Context: any (TCP's callbacks, or the reader under lock_sock()).
+ */
+static void visock_lazy_srv_look(struct visock_sock *vsk)
+{
+	struct tcp_sock *tp = tcp_sk(vsk->tcp->sk);
+
+	if (vsk->sw_server && READ_ONCE(vsk->sw_state) == VISOCK_SW_NONE &&
+	    (u32)(READ_ONCE(tp->rcv_nxt) - READ_ONCE(tp->copied_seq)) >
+	    vsk->lazy_bytes - READ_ONCE(vsk->sw_rx_pos))
+		visock_hs_kick(vsk);
+}
+
+/* The reader took @n bytes of the peer's stream from TCP. */
+static void visock_lazy_rx_advance(struct visock_sock *vsk, int n)
+{
+	WRITE_ONCE(vsk->sw_rx_pos, vsk->sw_rx_pos + n);
+	/* Pairs with the barrier in visock_lazy_tcp_event(). */
+	smp_mb();
+	visock_lazy_srv_look(vsk);
+}
+
 /**
  * visock_lazy_tcp_event() - TCP has news for a lazy connection
  * @vsk: a lazy connection in TCP mode, or switched with bytes from
@@ -398,12 +470,9 @@ void visock_lazy_work(struct visock_sock *vsk)
  */
 void visock_lazy_tcp_event(struct visock_sock *vsk)
 {
-	struct tcp_sock *tp = tcp_sk(vsk->tcp->sk);
-
-	if (vsk->sw_server && READ_ONCE(vsk->sw_state) == VISOCK_SW_NONE &&
-	    (u32)(READ_ONCE(tp->rcv_nxt) - READ_ONCE(tp->copied_seq)) >
-	    vsk->lazy_bytes - READ_ONCE(vsk->sw_rx_pos))
-		visock_hs_kick(vsk);
+	/* Pairs with the barrier in visock_lazy_rx_advance(). */
+	smp_mb();
+	visock_lazy_srv_look(vsk);
 	vsk->sk.sk_data_ready(&vsk->sk);
 }
 
@@ -537,7 +606,7 @@ int visock_lazy_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 				copied += ret;
 				if (flags & MSG_PEEK)
 					break;
-				WRITE_ONCE(vsk->sw_rx_pos, vsk->sw_rx_pos + ret);
+				visock_lazy_rx_advance(vsk, ret);
 				VISOCK_STAT_ADD(sk, tcp_bytes_rcvd, ret);
 				continue;
 			}

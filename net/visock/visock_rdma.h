@@ -143,6 +143,7 @@ static inline bool visock_dp_alive(u8 state)
  *	the peer's ring and token are not known yet, nothing is sent
  * @sw_reply_in: the reply arrived, in @sw_reply (visock_lazy.c)
  * @sw_reply: the reply as received
+ * @sw_reply_at: jiffies when it arrived
  * @tx_cqe: completion handler of RDMA WRITEs (visock_tx_done())
  * @ctrl_cqe: completion handler of cursor messages (visock_tx_ctrl_done())
  */
@@ -219,6 +220,7 @@ struct visock_dp {
 	bool sw_pending;
 	bool sw_reply_in;
 	u8 sw_reply[VISOCK_CDC_LEN];
+	unsigned long sw_reply_at;
 
 	struct ib_cqe tx_cqe;
 	struct ib_cqe ctrl_cqe;
