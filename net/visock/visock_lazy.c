@@ -23,9 +23,11 @@
  * TCP up to P and then the ring, and writes over RDMA.  Both are then
  * VISOCK_MODE_RDMA connections like any other.
  *
- * A server that cannot join (QP gone or full, memory) declines from the
- * QP's own slot (visock_lgr_switch_decline()): both stay on TCP for good,
- * the SWITCH message dropped from the stream.  A reply that does not come
+ * A client that cannot start the switch (no QP up, memory) writes a
+ * DECLINE in place of the SWITCH; a server that cannot join (QP gone or
+ * full, memory) declines from the QP's own slot
+ * (visock_lgr_switch_decline()): both stay on TCP for good, the message
+ * dropped from the stream.  A reply that does not come
  * within net.visock.handshake_timeout_ms of TCP's acknowledgment of the
  * SWITCH, or a malformed message, resets the connection: neither side
  * could go on safely.
@@ -163,7 +165,8 @@ static void visock_lazy_switched(struct visock_sock *vsk)
 /*
  * Client: start the switch.  Returns -EAGAIN while TCP has no room for
  * the SWITCH message, < 0 if the connection was reset, else 0 (waiting
- * for the reply, or declined locally: nothing was sent, both stay on TCP).
+ * for the reply, or declined locally: a DECLINE went in place of the
+ * SWITCH, both stay on TCP).
  */
 static int visock_lazy_switch(struct visock_sock *vsk)
 {
@@ -183,6 +186,19 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 		err = visock_rdma_prepare(vsk);
 	if (err) {
 		visock_rdma_destroy_link(vsk);
+		/*
+		 * The server expects a message at byte L: a DECLINE in
+		 * place of the SWITCH keeps both ends on TCP.
+		 */
+		memset(&m, 0, sizeof(m));
+		m.type = VISOCK_HS_DECLINE;
+		m.present = VISOCK_HSF(VISOCK_TLV_REASON);
+		m.reason = visock_hs_link_reason(err);
+		err = visock_hs_send(vsk, &m);
+		if (err) {
+			visock_lazy_fail(vsk, -err);
+			return err;
+		}
 		visock_lazy_declined(vsk);
 		return 0;
 	}
@@ -382,11 +398,17 @@ static void visock_lazy_srv_switch(struct visock_sock *vsk)
 	}
 	if (visock_tcp_peek_at(vsk->tcp, off, buf, len) < len)
 		return;
-	if (visock_hs_decode(buf, len, &sw) || sw.type != VISOCK_HS_SWITCH) {
+	if (visock_hs_decode(buf, len, &sw) ||
+	    (sw.type != VISOCK_HS_SWITCH && sw.type != VISOCK_HS_DECLINE)) {
 		visock_lazy_fail(vsk, EPROTO);
 		return;
 	}
 	WRITE_ONCE(vsk->sw_skip, len);
+	/* The client could not start the switch: TCP for good. */
+	if (sw.type == VISOCK_HS_DECLINE) {
+		visock_lazy_declined(vsk);
+		return;
+	}
 	visock_hs_note_peer(vsk, &sw);
 	/* A server that shut its sending side has nothing to switch. */
 	err = vsk->tcp->sk->sk_shutdown & SEND_SHUTDOWN ? -ESHUTDOWN : 0;
