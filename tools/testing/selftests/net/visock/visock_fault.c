@@ -207,12 +207,12 @@ static long long fb_since(const long long *v0, char *buf, size_t size)
 /* ---- sysctls, restored after every test half ---- */
 
 static const char *const saved_names[] = {
-	"lgr_max_links", "lgr_link_conns", "lgr_idle_ms",
+	"lgr_max_links", "lgr_link_conns", "lgr_idle_ms", "lazy_bytes",
 };
 
 #define NSAVED	ARRAY_SIZE(saved_names)
 
-static long long saved_vals[NSAVED] = { -1, -1, -1 };
+static long long saved_vals[NSAVED] = { -1, -1, -1, -1 };
 
 static void save_sysctls(void)
 {
@@ -1816,8 +1816,117 @@ static void alloc_case(struct vt_ctx *c)
 	vt_sync(c, "done");
 }
 
+/* ---- faults in a lazy connection's switch ---- */
+
+#define LAZY_L		4096	/* net.visock.lazy_bytes */
+#define LAZY_XFER	(1024 * KiB)
+
+struct lcase {
+	const char *name;	/* test name */
+	const char *point;	/* fault point */
+	bool server;		/* armed on the server host */
+};
+
+/*
+ * Steps of the switch that can fail: the client's before it writes its
+ * SWITCH (it then does not send it), the server's before its reply is
+ * out (it declines from the QP's own slot).
+ */
+static const struct lcase lcases[] = {
+	{ "lazy_link_alloc_client", "link_alloc", false },
+	{ "lazy_rbuf_alloc_client", "rbuf_alloc", false },
+	{ "lazy_post_reg_client", "post_reg", false },
+	{ "lazy_dp_alloc_client", "dp_alloc", false },
+	{ "lazy_link_alloc_server", "link_alloc", true },
+	{ "lazy_rbuf_alloc_server", "rbuf_alloc", true },
+	{ "lazy_mr_alloc_server", "mr_alloc", true },
+	{ "lazy_post_reg_server", "post_reg", true },
+	{ "lazy_dp_alloc_server", "dp_alloc", true },
+	{ "lazy_post_ctrl_server", "post_ctrl", true },
+};
+
+/*
+ * lazy_<point>_<side>: with net.visock.lazy_bytes set on both hosts and
+ * a keeper connection holding the QP up, one fault at <point> on <side>
+ * hits the switch of a lazy connection that then moves 1 MiB each way
+ * (checksummed).  A switch that cannot complete leaves the connection on
+ * TCP: the data arrives intact, the connection is in mode TCP (or RDMA,
+ * had the fault missed it), and neither host counts a reset switch or an
+ * aborted handshake.  The fault must have fired.
+ */
+static void lazy_fault(struct vt_ctx *c)
+{
+	const struct lcase *lc = NULL;
+	long long inj0 = 0, reset, aborted;
+	int lfd = -1, port = 0, keeper, fd;
+	struct visock_info vi;
+	unsigned int i;
+	bool mine;
+
+	for (i = 0; i < ARRAY_SIZE(lcases); i++)
+		if (!strcmp(c->test->name, lcases[i].name))
+			lc = &lcases[i];
+	vt_assert(lc, "no lazy fault case %s", c->test->name);
+	mine = lc->server != vt_is_client(c);
+	need_rdma(c);
+	sysctl_set("lgr_idle_ms", 0);
+	vt_assert(hu_proc_wait("qps", 0, WAIT_MS) == 0,
+		  "%lld QPs left from before", hu_proc("qps"));
+	sysctl_set("lazy_bytes", LAZY_L);
+	vt_sync(c, "lazy_bytes set");
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		/* The keeper sets up the QP: it proposes no lazy start. */
+		sysctl_set("lazy_bytes", 0);
+		keeper = su_connect(c, VT_FAMILY_VISOCK, false, port);
+		sysctl_set("lazy_bytes", LAZY_L);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		keeper = su_accept(lfd, SOCK_CLOEXEC);
+	}
+	expect_rdma(keeper, "the keeper");
+	reset = hu_proc("lazy_switch_reset");
+	aborted = hu_proc("handshakes_aborted");
+	if (mine) {
+		inj0 = fault_injected(lc->point);
+		fault_arm(lc->point, 1);
+	}
+	vt_sync(c, "armed");
+
+	fd = pair(c, port, lfd);
+	get_info(fd, &vi);
+	vt_assert(vi.vi_flags & VISOCK_INFO_F_LAZY,
+		  "no lazy start (flags %#x, mode %u)", vi.vi_flags, vi.vi_mode);
+	su_xfer(&fd, 1, LAZY_XFER, XFER_MS);
+	get_info(fd, &vi);
+	vt_diag("after 1 MiB each way: mode %u, fallback reason %u",
+		vi.vi_mode, vi.vi_fallback_reason);
+	vt_assert(vi.vi_mode == VISOCK_MODE_TCP ||
+		  vi.vi_mode == VISOCK_MODE_RDMA,
+		  "mode %u after the switch", vi.vi_mode);
+	if (mine) {
+		fault_disarm();
+		vt_assert(fault_injected(lc->point) > inj0,
+			  "the fault at %s never fired", lc->point);
+	}
+	vt_assert(hu_proc("lazy_switch_reset") == reset &&
+		  hu_proc("handshakes_aborted") == aborted,
+		  "lazy_switch_reset +%lld, handshakes_aborted +%lld: expected none",
+		  hu_proc("lazy_switch_reset") - reset,
+		  hu_proc("handshakes_aborted") - aborted);
+	vt_sync(c, "lazy done");
+	close(fd);
+	close(keeper);
+	if (lfd >= 0)
+		close(lfd);
+	sysctl_set("lazy_bytes", saved_vals[3] > 0 ? saved_vals[3] : 0);
+	vt_sync(c, "done");
+}
+
 #define T(n, d)	{ n, fault_case, fault_case, 180, d }
 #define A(n, d)	{ n, alloc_case, alloc_case, 900, d }
+#define L(n, d)	{ n, lazy_fault, lazy_fault, 180, d }
 
 static const struct vt_test tests[] = {
 	T("child_alloc_server", "server drops an accepted connection"),
@@ -1858,6 +1967,16 @@ static const struct vt_test tests[] = {
 	T("post_ctrl_close", "client: the cursor message of close() fails"),
 	T("dev_rtr_client", "client: Soft-RoCE fails the QP's RTR (ENOMEM)"),
 	T("dev_rtr_server", "server: Soft-RoCE fails the QP's RTR (ENOMEM)"),
+	L("lazy_link_alloc_client", "lazy switch, client: link allocation fails"),
+	L("lazy_rbuf_alloc_client", "lazy switch, client: ring allocation fails"),
+	L("lazy_post_reg_client", "lazy switch, client: ring registration fails"),
+	L("lazy_dp_alloc_client", "lazy switch, client: data path allocation fails"),
+	L("lazy_link_alloc_server", "lazy switch, server: link allocation fails"),
+	L("lazy_rbuf_alloc_server", "lazy switch, server: ring allocation fails"),
+	L("lazy_mr_alloc_server", "lazy switch, server: ib_alloc_mr fails"),
+	L("lazy_post_reg_server", "lazy switch, server: ring registration fails"),
+	L("lazy_dp_alloc_server", "lazy switch, server: data path allocation fails"),
+	L("lazy_post_ctrl_server", "lazy switch, server: posting the reply fails"),
 	{ "signal_storm", signal_storm, signal_storm, 300,
 	  "SIGUSR1 every ms at blocking connect/accept/send/recv" },
 	{ "netns_del", netns_del, netns_del, 180,

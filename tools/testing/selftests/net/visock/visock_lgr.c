@@ -71,6 +71,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <linux/visock.h>
 
@@ -1564,6 +1565,157 @@ static void lazy_exact(struct vt_ctx *c)
 	lazy_end(c, lfd, keeper);
 }
 
+/*
+ * A connection that ran on the QP closes, and at once a lazy connection
+ * streams 64 KiB writes after a 16-byte header (as visock_bench does),
+ * so that the client's SWITCH arrives while the server's reader is
+ * taking the bytes before it from TCP.  Every stream must arrive intact,
+ * on RDMA or on TCP, and no switch may end in a reset.
+ */
+#define LAC_ROUNDS	12
+#define LAC_TRIPS	20
+#define LAC_HDR		16
+#define LAC_WRITE	(64 * KiB)
+#define LAC_LEN		(2048 * KiB)
+
+static uint8_t lac_byte(int round, uint64_t pos)
+{
+	return (uint8_t)(pos * 7 + pos / 251 + round);
+}
+
+static void lac_nodelay(int fd)
+{
+	int one = 1;
+
+	vt_try(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)),
+	       "setsockopt(TCP_NODELAY)");
+}
+
+/* Client: the stream of round @r; returns the connection's mode. */
+static unsigned int lac_send(struct vt_ctx *c, int port, int r)
+{
+	static uint8_t buf[LAC_WRITE];
+	uint8_t hdr[LAC_HDR] = { 'h', 'd', 'r' };
+	struct visock_info vi;
+	uint64_t pos = 0, ack = 0;
+	unsigned int i;
+	int fd;
+
+	fd = connect_rcvbuf(c, port, 0);
+	lac_nodelay(fd);
+	lazy_expect_tcp(fd, "the stream");
+	su_write_all(fd, hdr, sizeof(hdr));
+	while (pos < LAC_LEN) {
+		for (i = 0; i < LAC_WRITE; i++)
+			buf[i] = lac_byte(r, pos + i);
+		su_write_all(fd, buf, LAC_WRITE);
+		pos += LAC_WRITE;
+	}
+	vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+	su_read_all(fd, &ack, sizeof(ack));
+	vt_assert(ack == LAC_LEN, "round %d: the server got %llu of %llu bytes",
+		  r, (unsigned long long)ack, (unsigned long long)LAC_LEN);
+	su_expect_eof(fd);
+	hu_get_info(fd, &vi);
+	close(fd);
+	return vi.vi_mode;
+}
+
+/* Server: take the stream of round @r with large reads, check it. */
+static void lac_recv(int lfd, int r)
+{
+	static uint8_t buf[LAC_WRITE];
+	uint8_t hdr[LAC_HDR];
+	uint64_t pos = 0;
+	ssize_t n, i;
+	int fd;
+
+	fd = su_accept(lfd, SOCK_CLOEXEC);
+	lac_nodelay(fd);
+	su_read_all(fd, hdr, sizeof(hdr));
+	for (;;) {
+		n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		vt_assert(n >= 0, "round %d: read after %llu bytes: %s", r,
+			  (unsigned long long)pos, strerror(errno));
+		if (!n)
+			break;
+		for (i = 0; i < n; i++)
+			vt_assert(buf[i] == lac_byte(r, pos + i),
+				  "round %d: byte %llu wrong", r,
+				  (unsigned long long)(pos + i));
+		pos += n;
+	}
+	su_write_all(fd, &pos, sizeof(pos));
+	close(fd);
+}
+
+static void lazy_after_close(struct vt_ctx *c)
+{
+	int lfd = -1, port = 0, fd, r, i, rdma = 0, tcp = 0;
+	long long reset, aborted;
+	char msg[64];
+
+	hu_need_rdma(c);
+	if (!vt_is_client(c))
+		fresh_group();
+	vt_sync(c, "lac: no QP");
+	/* The QP stays up between the connections. */
+	sysctl_set("lgr_idle_ms", 10000);
+	sysctl_set("lazy_bytes", LAZY_L);
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 64, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+	reset = hu_proc("lazy_switch_reset");
+	aborted = hu_proc("handshakes_aborted");
+	for (r = 0; r < LAC_ROUNDS; r++) {
+		if (vt_is_client(c)) {
+			/* On the QP: this one proposes no lazy start. */
+			sysctl_set("lazy_bytes", 0);
+			fd = connect_rcvbuf(c, port, 0);
+			sysctl_set("lazy_bytes", LAZY_L);
+			hu_expect_rdma(fd, "the round trips", NULL);
+			for (i = 0; i < LAC_TRIPS; i++) {
+				memset(msg, r + i, sizeof(msg));
+				su_write_all(fd, msg, sizeof(msg));
+				su_read_all(fd, msg, sizeof(msg));
+			}
+			close(fd);
+			if (lac_send(c, port, r) == VISOCK_MODE_RDMA)
+				rdma++;
+			else
+				tcp++;
+		} else {
+			fd = su_accept(lfd, SOCK_CLOEXEC);
+			for (i = 0; i < LAC_TRIPS; i++) {
+				su_read_all(fd, msg, sizeof(msg));
+				su_write_all(fd, msg, sizeof(msg));
+			}
+			su_expect_eof(fd);
+			close(fd);
+			lac_recv(lfd, r);
+		}
+	}
+	if (vt_is_client(c))
+		vt_diag("%d streams: %d switched to RDMA, %d stayed on TCP",
+			LAC_ROUNDS, rdma, tcp);
+	vt_diag("lazy_switch_reset +%lld, handshakes_aborted +%lld",
+		hu_proc("lazy_switch_reset") - reset,
+		hu_proc("handshakes_aborted") - aborted);
+	vt_assert(hu_proc("lazy_switch_reset") == reset &&
+		  hu_proc("handshakes_aborted") == aborted,
+		  "a switch ended in a reset");
+	vt_sync(c, "lac: done");
+	if (lfd >= 0)
+		close(lfd);
+	sysctl_set("lazy_bytes", saved_vals[4] > 0 ? saved_vals[4] : 0);
+	settle(c);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1589,6 +1741,7 @@ static const struct vt_test tests[] = {
 	T(lazy_switch, 300, "lazy start: 8 MiB each way switch to RDMA midway"),
 	T(lazy_decline, 180, "lazy start: a declined switch stays on TCP, data intact"),
 	T(lazy_exact, 120, "lazy start: exactly L bytes and the end: no switch, no hang"),
+	T(lazy_after_close, 600, "lazy start: streams right after a close never reset"),
 };
 
 int main(int argc, char **argv)

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <netinet/in.h>
@@ -1429,6 +1430,109 @@ static void qp_mem_budget(struct vt_ctx *c)
 	close(fd);
 }
 
+/* ---- lazy_early_cursor ---- */
+
+#define LEC_L		4096	/* net.visock.lazy_bytes */
+#define LEC_MORE	1024	/* bytes after L: they wait for the switch */
+#define LEC_DELAY_MS	1000	/* the client handles the reply this late */
+
+static long long lec_saved_lazy = -1;
+
+/* Restore what lazy_early_cursor changed, however it ended. */
+static void lec_cleanup(const struct vt_ctx *c)
+{
+	(void)c;
+	if (lec_saved_lazy >= 0)
+		hu_write_ll(HU_SYSCTL_DIR "lazy_bytes", lec_saved_lazy);
+	if (hu_read_ll(HU_DEBUGFS_DIR "swrep_delay_ms") > 0)
+		hu_write_ll(HU_DEBUGFS_DIR "swrep_delay_ms", 0);
+}
+
+/*
+ * lazy_early_cursor: a lazy connection's server shuts its sending side
+ * down as soon as it switched, so its cursor message (done writing)
+ * reaches the client before the client handled the switch reply (the
+ * client's module handles the reply LEC_DELAY_MS late: debugfs
+ * swrep_delay_ms).  The client must read the end of the stream, not a
+ * reset, and its bytes after L must still reach the server over RDMA.
+ */
+static void lazy_early_cursor(struct vt_ctx *c)
+{
+	static uint8_t out[LEC_L + LEC_MORE], in[LEC_L + LEC_MORE];
+	long long reset = hu_proc("lazy_switch_reset");
+	struct visock_info vi;
+	int lfd = -1, port = 0, keeper, fd, i;
+
+	hu_need_rdma(c);
+	for (i = 0; i < (int)sizeof(out); i++)
+		out[i] = (uint8_t)(i * 11 + 3);
+	lec_saved_lazy = hu_read_ll(HU_SYSCTL_DIR "lazy_bytes");
+	hu_set_ll(HU_SYSCTL_DIR "lazy_bytes", LEC_L);
+	if (vt_is_client(c)) {
+		vt_assert(hu_debugfs_ready("swrep_delay_ms"),
+			  "no debugfs swrep_delay_ms");
+		hu_set_ll(HU_DEBUGFS_DIR "swrep_delay_ms", LEC_DELAY_MS);
+	}
+	vt_sync(c, "lec: lazy_bytes set");
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		/* The keeper holds the QP up; it proposes no lazy start. */
+		hu_set_ll(HU_SYSCTL_DIR "lazy_bytes", 0);
+		keeper = su_connect(c, VT_FAMILY_VISOCK, false, port);
+		hu_set_ll(HU_SYSCTL_DIR "lazy_bytes", LEC_L);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 4, 0);
+		su_send_port(c, lfd);
+		keeper = su_accept(lfd, 0);
+	}
+	hu_expect_rdma(keeper, "the keeper", NULL);
+	vt_sync(c, "lec: keeper up");
+
+	if (vt_is_client(c)) {
+		fd = su_connect(c, VT_FAMILY_VISOCK, false, port);
+		hu_get_info(fd, &vi);
+		vt_assert((vi.vi_flags & VISOCK_INFO_F_LAZY) &&
+			  vi.vi_mode == VISOCK_MODE_TCP,
+			  "no lazy start (flags %#x, mode %u)", vi.vi_flags,
+			  vi.vi_mode);
+		su_write_all(fd, out, sizeof(out));
+		vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+		/* The server wrote nothing: the end, not a reset. */
+		su_expect_eof(fd);
+		hu_get_info(fd, &vi);
+		vt_assert(vi.vi_mode == VISOCK_MODE_RDMA,
+			  "mode %u after the switch, expected RDMA",
+			  vi.vi_mode);
+	} else {
+		struct timespec ts = { 0, 1000000 };
+
+		fd = su_accept(lfd, 0);
+		/* Shut down the moment the switch is done (bounded wait). */
+		for (i = 0; i < 30000; i++) {
+			hu_get_info(fd, &vi);
+			if (vi.vi_mode == VISOCK_MODE_RDMA)
+				break;
+			nanosleep(&ts, NULL);
+		}
+		vt_assert(vi.vi_mode == VISOCK_MODE_RDMA,
+			  "the connection did not switch (mode %u)",
+			  vi.vi_mode);
+		vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+		su_read_all(fd, in, sizeof(in));
+		vt_assert(!memcmp(in, out, sizeof(in)),
+			  "the client's bytes differ");
+		su_expect_eof(fd);
+	}
+	vt_assert(hu_proc("lazy_switch_reset") == reset,
+		  "lazy_switch_reset +%lld", hu_proc("lazy_switch_reset") - reset);
+	close(fd);
+	vt_sync(c, "lec: done");
+	close(keeper);
+	if (lfd >= 0)
+		close(lfd);
+	lec_cleanup(c);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1444,11 +1548,19 @@ static const struct vt_test tests[] = {
 	T(qp_cap_dying, 600, "QPs made dying by their peer still count against the cap"),
 	T(hostile_handshakes, 900, "2,000 hostile handshakes: QPs and memory bounded"),
 	T(qp_mem_budget, 60, "a QP's queues count in lgr_mem_max_mb"),
+	T(lazy_early_cursor, 120, "lazy start: a cursor message ahead of the switch reply"),
 };
+
+/* Every test's sysctls and hooks back as they were, whatever it did. */
+static void security_cleanup(const struct vt_ctx *c)
+{
+	hostile_cleanup(c);
+	lec_cleanup(c);
+}
 
 int main(int argc, char **argv)
 {
-	vt_set_cleanup(hostile_cleanup);
+	vt_set_cleanup(security_cleanup);
 	return vt_main(argc, argv, "visock_security", tests,
 		       ARRAY_SIZE(tests));
 }
