@@ -416,7 +416,11 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	u8 flags;
 	int err;
 
-	if (!dp->ctrl_pending)
+	/*
+	 * A lazy client before the switch reply does not know the peer's
+	 * token: nothing can be addressed to it yet.
+	 */
+	if (!dp->ctrl_pending || dp->sw_pending)
 		return;
 	/* A failed connection still owes the peer its abort flag. */
 	if (dp->state != VISOCK_DP_LIVE &&
