@@ -19,6 +19,11 @@
  * injected	(r) one line per point, "<name> <faults injected>", counted
  *		since the module was loaded.
  *
+ * A point whose step cannot fail delays it instead: its call site sleeps
+ * VISOCK_FAULT_DELAY_MS when told to fail, to widen a race window
+ * ("link_linger": visock_link_destroy() right after it handed a lingering
+ * connection to its QP).
+ *
  * Faults hit whichever connection of any namespace reaches the point
  * first; the selftests arm a point just before the connection they mean
  * and check the count afterwards.
@@ -59,6 +64,7 @@ static const struct visock_fault_desc visock_fault_points[VISOCK_FP_NR] = {
 	[VISOCK_FP_DP_ALLOC]	= { "dp_alloc",		-ENOMEM },
 	[VISOCK_FP_POST_WRITE]	= { "post_write",	-ENOMEM },
 	[VISOCK_FP_POST_CTRL]	= { "post_ctrl",	-ENOMEM },
+	[VISOCK_FP_LINK_LINGER]	= { "link_linger",	-EAGAIN },
 };
 
 /* Serialises writers of "point" (and the static key). */

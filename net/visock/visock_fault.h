@@ -33,8 +33,12 @@ enum visock_fault_point {
 	VISOCK_FP_DP_ALLOC,	/* data path state */
 	VISOCK_FP_POST_WRITE,	/* ib_post_send() of RDMA WRITEs */
 	VISOCK_FP_POST_CTRL,	/* ib_post_send() of cursor messages */
+	VISOCK_FP_LINK_LINGER,	/* delay: a lingering link was handed on */
 	VISOCK_FP_NR
 };
+
+/* How long a delay point (one whose step cannot fail) waits, in ms. */
+#define VISOCK_FAULT_DELAY_MS	1000
 
 DECLARE_STATIC_KEY_FALSE(visock_fault_key);
 

@@ -1386,6 +1386,7 @@ int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
 	u64 max;
 	int err;
 
+	lockdep_assert_held(&q->lock);
 	*out = NULL;
 	list_for_each_entry(rb, &q->pool, node) {
 		if (rb->size == size && rb->dir == dir && rb->registered) {
@@ -1436,6 +1437,7 @@ void visock_qp_put_rbuf(struct visock_qp *q, struct visock_rbuf *rb,
 {
 	struct visock_net *vn = visock_net(q->net);
 
+	lockdep_assert_held(&q->lock);
 	if (!rb)
 		return;
 	if (q->dead || !rb->registered || !rb->mr) {
@@ -1676,6 +1678,17 @@ void visock_qp_reap(struct visock_qp *q, bool all)
 	}
 	while (n--)
 		kref_put(&q->ref, visock_qp_free);
+}
+
+/**
+ * visock_qp_put() - drop a reference to a QP
+ * @q: the QP
+ *
+ * Context: process context (the last reference frees the QP's memory).
+ */
+void visock_qp_put(struct visock_qp *q)
+{
+	kref_put(&q->ref, visock_qp_free);
 }
 
 static void visock_qp_reap_work(struct work_struct *work)

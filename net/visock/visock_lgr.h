@@ -413,6 +413,7 @@ void visock_qp_ka_start(struct visock_qp *q);
 void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc);
 int visock_qp_setup(struct visock_qp *q, const struct sockaddr *local);
 void visock_qp_reap(struct visock_qp *q, bool all);
+void visock_qp_put(struct visock_qp *q);
 int visock_qp_connect(struct visock_qp *q, const struct visock_hs_msg *peer);
 int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
 		       enum dma_data_direction dir, struct visock_rbuf **out);

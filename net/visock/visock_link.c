@@ -13,8 +13,24 @@
  * functions put the connection's work requests on the shared QP; each
  * send completion handler ends with visock_link_wc_done().
  *
- * Lifetime and locking rules are at the top of visock_lgr.c.
+ * Lifetime and locking rules are at the top of visock_lgr.c.  Ownership
+ * of a link, and the locks its functions need:
+ *
+ * - The owner (the socket's data path) owns its link from
+ *   visock_link_create() until visock_link_destroy() hands it on.  The
+ *   functions that touch a QP's pool, state or connection list take the
+ *   QP's lock themselves; the static helpers that need it held say so
+ *   with lockdep_assert_held().
+ * - visock_link_destroy() either frees the link itself (the peer is
+ *   quiet) or publishes it as lingering.  Publishing (@lingering set
+ *   under the QP's lock) hands the link to the QP: from the moment the
+ *   lock is dropped a reap (visock_qp_reap(), from the reap work, the
+ *   idle work, the namespace's exit or a kill) may free it, together
+ *   with the reference to the QP it held.  Whatever destroy still needs
+ *   of the link it reads before that, under the same lock, and it keeps
+ *   the QP alive with a reference of its own until it is done with it.
  */
+#include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/log2.h>
 #include <linux/random.h>
@@ -324,6 +340,7 @@ static int visock_link_post_reg(struct visock_link *l)
 	struct visock_qp *q = l->qp;
 	int i, n = 0, err;
 
+	lockdep_assert_held(&q->lock);
 	for (i = 0; i < 2; i++) {
 		struct visock_rbuf *rb = rbs[i];
 
@@ -364,6 +381,7 @@ static int visock_link_register(struct visock_link *l)
 	struct visock_qp *q = l->qp;
 	int n;
 
+	lockdep_assert_held(&q->lock);
 	n = visock_link_post_reg(l);
 	if (n <= 0)
 		return n;
@@ -547,7 +565,7 @@ out:
 void visock_link_destroy(struct visock_link *l)
 {
 	struct visock_qp *q;
-	bool quiet;
+	bool quiet, reap = false, dead = false;
 
 	if (!l)
 		return;
@@ -586,19 +604,33 @@ void visock_link_destroy(struct visock_link *l)
 		visock_qp_put_rbuf(q, l->rbuf, true);
 		list_del_init(&l->qp_node);
 	} else {
-		/* Keeps its reference to the QP until reaped. */
+		/*
+		 * Hand the link to the QP (see the top of this file): a reap
+		 * may free it, and drop its reference to the QP, as soon as
+		 * the lock goes.  A flag that arrived while the receive
+		 * callback was switched, or a kill meanwhile, is seen here;
+		 * a later flag queues the reap work itself.
+		 */
+		kref_get(&q->ref);
 		l->lingering = true;
 		atomic_inc(&q->nlinger);
 		WRITE_ONCE(q->linger_last, jiffies);
+		dead = q->dead;
+		reap = READ_ONCE(l->peer_quiet) || dead;
+		l = NULL;
 	}
 	mutex_unlock(&q->lock);
 
+	if (!quiet && visock_fault(VISOCK_FP_LINK_LINGER))
+		msleep(VISOCK_FAULT_DELAY_MS);
 	visock_lgr_unpick(q, quiet);
-	if (quiet)
+	if (quiet) {
 		kfree(l);
-	else if (READ_ONCE(l->peer_quiet) || READ_ONCE(q->dead))
-		/* The flag arrived while we switched, or the QP died. */
-		visock_qp_reap(q, READ_ONCE(q->dead));
+		return;
+	}
+	if (reap)
+		visock_qp_reap(q, dead);
+	visock_qp_put(q);
 }
 
 /* ------------------------------------------------------------------ */
