@@ -185,6 +185,9 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 	if (!err)
 		err = visock_rdma_prepare(vsk);
 	if (err) {
+		/* The SWITCH was not sent: nobody writes to the ring. */
+		if (vsk->link)
+			visock_link_peer_quiet(vsk->link);
 		visock_rdma_destroy_link(vsk);
 		/*
 		 * The server expects a message at byte L: a DECLINE in
@@ -311,6 +314,7 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 	}
 	if (!(r.flags & VISOCK_SWREP_F_ACCEPT)) {
 		/* Nothing of ours is on the server's QP end: drop ours. */
+		visock_link_peer_quiet(vsk->link);
 		visock_rdma_destroy_link(vsk);
 		visock_lazy_declined(vsk);
 		return;

@@ -295,6 +295,9 @@ struct visock_qp {
  * @peer_quiet: the peer will not write to our ring any more
  * @lingering: the owner is gone, the peer not quiet yet: the receive ring
  *	and the token index stay reserved (see visock_link_destroy())
+ * @announced: the receive ring was registered for the peer before the
+ *	link connected (visock_link_register_rx()): the peer may write to
+ *	it even if the link never connects; under the QP's lock
  * @lgr_id: LINK TLV value to send: the peer's QP number when joining an
  *	existing QP, 0 for a new one
  * @dead_cb: called once when the QP dies (under the QP's lock)
@@ -320,6 +323,7 @@ struct visock_link {
 	bool connected;
 	bool peer_quiet;
 	bool lingering;
+	bool announced;
 	u32 lgr_id;
 	void (*dead_cb)(void *ctx);
 	void *dead_ctx;

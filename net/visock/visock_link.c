@@ -29,6 +29,11 @@
  *   with the reference to the QP it held.  Whatever destroy still needs
  *   of the link it reads before that, under the same lock, and it keeps
  *   the QP alive with a reference of its own until it is done with it.
+ * - A receive ring the peer was told about (in the handshake, or in a
+ *   lazy connection's SWITCH before the link is connected) is the
+ *   peer's to write until it is quiet: such a ring lingers rather than
+ *   going back to the pool, however the connection ended, unless the QP
+ *   is dead or broken (the peer's writes cannot arrive any more).
  */
 #include <linux/delay.h>
 #include <linux/err.h>
@@ -412,7 +417,11 @@ static int visock_link_register(struct visock_link *l)
  *
  * A lazy connection's client (visock_lazy.c) names its ring in the
  * SWITCH, and the server writes into it as soon as it answers, before
- * visock_link_connect() would register it: register it first.
+ * visock_link_connect() would register it: register it first.  From now
+ * on the ring counts as announced: visock_link_destroy() does not give
+ * it back before the peer is quiet, also if the link never connects.
+ * An owner that did not send the SWITCH after all, or whose switch the
+ * peer declined, says so with visock_link_peer_quiet() first.
  *
  * Context: process context, may sleep.
  * Return: 0, -ENODEV if the QP is dead, -ETIMEDOUT or -EIO as
@@ -425,6 +434,9 @@ int visock_link_register_rx(struct visock_link *l)
 
 	mutex_lock(&q->lock);
 	err = q->dead ? -ENODEV : visock_link_register(l);
+	/* Only a registered ring can be written to. */
+	if (!err)
+		l->announced = true;
 	mutex_unlock(&q->lock);
 	return err;
 }
@@ -553,12 +565,13 @@ out:
  * outstanding work requests (at most VISOCK_LINK_DETACH_TIMEOUT, then
  * the QP is killed as stuck, which flushes them) and gives the send
  * buffer back to the pool.  The receive ring and the token index go back
- * too if the peer is quiet (visock_link_peer_quiet()); otherwise the
- * connection lingers on the QP, without its owner, until the peer's
- * closed or abort flag arrives or the QP ends, so that a late write
- * cannot reach another connection.  The QP is destroyed once idle.  Once
- * this returns neither the receive callback nor dead_cb runs or will run,
- * and no send completion of the connection is pending.
+ * too if the peer is quiet (visock_link_peer_quiet()) or cannot write to
+ * the ring (it never learnt of it, or the QP is dead or broken);
+ * otherwise the connection lingers on the QP, without its owner, until
+ * the peer's closed or abort flag arrives or the QP ends, so that a late
+ * write cannot reach another connection.  The QP is destroyed once idle.
+ * Once this returns neither the receive callback nor dead_cb runs or
+ * will run, and no send completion of the connection is pending.
  *
  * Context: process context, may sleep; no spinlock held.
  */
@@ -576,7 +589,8 @@ void visock_link_destroy(struct visock_link *l)
 	l->dead_ctx = NULL;
 	mutex_unlock(&q->lock);
 
-	quiet = READ_ONCE(l->peer_quiet) || !l->connected ||
+	/* A ring the peer learnt of is its to write until it is quiet. */
+	quiet = READ_ONCE(l->peer_quiet) || (!l->connected && !l->announced) ||
 		READ_ONCE(q->dead) || test_bit(VISOCK_QP_BROKEN, &q->broken);
 	if (l->idx) {
 		xa_lock_bh(&q->conns);
