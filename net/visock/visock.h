@@ -182,6 +182,8 @@ struct visock_gauges {
  * @lgr_mem: bytes of rings and of the queues of all QPs, against
  *	@lgr_mem_max_mb
  * @lgr_qp_mem: the queues' part of @lgr_mem
+ * @lgr_qps_alloc: QPs not freed yet, listed or not (one in its idle
+ *	teardown is off the list); visock_lgr_net_exit() waits for 0
  * @lgr_qps_created: QPs created
  * @lgr_qps_destroyed: QPs destroyed
  * @lgr_reused: connections that joined an existing QP
@@ -239,6 +241,7 @@ struct visock_net {
 	wait_queue_head_t lgr_wq;
 	atomic64_t lgr_mem;
 	atomic64_t lgr_qp_mem;
+	atomic_t lgr_qps_alloc;
 	atomic64_t lgr_qps_created;
 	atomic64_t lgr_qps_destroyed;
 	atomic64_t lgr_reused;

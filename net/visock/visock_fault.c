@@ -22,7 +22,8 @@
  * A point whose step cannot fail delays it instead: its call site sleeps
  * VISOCK_FAULT_DELAY_MS when told to fail, to widen a race window
  * ("link_linger": visock_link_destroy() right after it handed a lingering
- * connection to its QP).
+ * connection to its QP; "qp_teardown": the idle work right after it took
+ * its QP off the namespace's list).
  *
  * Faults hit whichever connection of any namespace reaches the point
  * first; the selftests arm a point just before the connection they mean
@@ -65,6 +66,7 @@ static const struct visock_fault_desc visock_fault_points[VISOCK_FP_NR] = {
 	[VISOCK_FP_POST_WRITE]	= { "post_write",	-ENOMEM },
 	[VISOCK_FP_POST_CTRL]	= { "post_ctrl",	-ENOMEM },
 	[VISOCK_FP_LINK_LINGER]	= { "link_linger",	-EAGAIN },
+	[VISOCK_FP_QP_TEARDOWN]	= { "qp_teardown",	-EAGAIN },
 };
 
 /* Serialises writers of "point" (and the static key). */

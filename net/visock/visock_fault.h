@@ -34,6 +34,7 @@ enum visock_fault_point {
 	VISOCK_FP_POST_WRITE,	/* ib_post_send() of RDMA WRITEs */
 	VISOCK_FP_POST_CTRL,	/* ib_post_send() of cursor messages */
 	VISOCK_FP_LINK_LINGER,	/* delay: a lingering link was handed on */
+	VISOCK_FP_QP_TEARDOWN,	/* delay: an idle QP left its namespace's list */
 	VISOCK_FP_NR
 };
 

@@ -81,6 +81,7 @@
  * The device removal path never holds a device lock while it takes a
  * QP's lock.
  */
+#include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/in.h>
 #include <linux/in6.h>
@@ -90,6 +91,7 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
+#include <linux/wait_bit.h>
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
@@ -718,6 +720,12 @@ static void visock_qp_free(struct kref *ref)
 	visock_qp_free_rbufs(q, &q->quarantine);
 	atomic64_sub(q->reg_bytes + q->qp_bytes, &vn->lgr_mem);
 	atomic64_sub(q->qp_bytes, &vn->lgr_qp_mem);
+	/*
+	 * The last use of @vn: the namespace's exit may free it as soon as
+	 * the count drops.  wake_up_var() only hashes the address.
+	 */
+	if (atomic_dec_and_test(&vn->lgr_qps_alloc))
+		wake_up_var(&vn->lgr_qps_alloc);
 	if (q->ctrl_pages)
 		for (i = 0; i < q->ctrl_npages; i++)
 			if (q->ctrl_pages[i])
@@ -1154,6 +1162,8 @@ static void visock_qp_idle_work(struct work_struct *work)
 	atomic64_inc(&vn->lgr_qps_destroyed);
 	mutex_unlock(&vn->lgr_lock);
 
+	if (visock_fault(VISOCK_FP_QP_TEARDOWN))
+		msleep(VISOCK_FAULT_DELAY_MS);
 	visock_qp_send_delete(q);
 	mutex_lock(&q->lock);
 	trace_visock_link_down(q->qpn, q->state == VISOCK_QP_UP, false);
@@ -1181,6 +1191,7 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return NULL;
+	atomic_inc(&vn->lgr_qps_alloc);
 	kref_init(&q->ref);		/* the list's */
 	mutex_init(&q->lock);
 	spin_lock_init(&q->post_lock);
@@ -1751,12 +1762,18 @@ void visock_lgr_net_init(struct net *net)
 	init_waitqueue_head(&vn->lgr_wq);
 	atomic64_set(&vn->lgr_mem, 0);
 	atomic64_set(&vn->lgr_qp_mem, 0);
+	atomic_set(&vn->lgr_qps_alloc, 0);
 }
 
 /**
  * visock_lgr_net_exit() - destroy the QPs left in a namespace
  * @net: the namespace going away; it has no visock socket any more, so
  *	every QP left is idle
+ *
+ * Destroys the QPs still listed, then waits until every QP of the
+ * namespace is freed: one whose idle work took it off the list already
+ * may still be telling the peer (up to VISOCK_LINK_MSG_TIMEOUT) or
+ * draining, and its last reference writes the namespace's counters.
  *
  * Context: process context, pernet exit (also at module unload).
  */
@@ -1797,6 +1814,8 @@ void visock_lgr_net_exit(struct net *net)
 		atomic64_inc(&vn->lgr_qps_destroyed);
 		kref_put(&q->ref, visock_qp_free);
 	}
+	/* QPs in teardown, and works that still hold a reference. */
+	wait_var_event(&vn->lgr_qps_alloc, !atomic_read(&vn->lgr_qps_alloc));
 	mutex_destroy(&vn->lgr_lock);
 }
 

@@ -149,9 +149,17 @@ static void __exit visock_exit(void)
 	proto_unregister(&visock_proto);
 	visock_diag_exit();
 	visock_genl_exit();
+	/*
+	 * Before the work queue goes: a namespace's exit destroys its QPs
+	 * with visock_wq's works and waits until the last one is freed,
+	 * also those an idle work was tearing down.
+	 */
 	unregister_pernet_subsys(&visock_net_ops);
 	visock_ib_exit();
-	/* Waits for work items that dropped the last socket reference. */
+	/*
+	 * Waits for work items that dropped the last socket or QP
+	 * reference and have yet to return into this module.
+	 */
 	destroy_workqueue(visock_wq);
 	pr_info("visock: unloaded\n");
 }
