@@ -26,6 +26,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/mount.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <netinet/in.h>
@@ -1533,6 +1535,578 @@ static void lazy_early_cursor(struct vt_ctx *c)
 	lec_cleanup(c);
 }
 
+/* ---- link lifetime: lazy rings, lingering links, QP teardown ---- */
+
+#define LT_FAULT_DIR	HU_DEBUGFS_DIR "fault/"
+#define LT_LAZY_L	4096	/* net.visock.lazy_bytes of lazy_ring_isolation */
+#define LT_CYCLES	1000	/* victims of lazy_ring_isolation */
+#define LT_CARRIERS	4	/* connections carrying patterns meanwhile */
+#define LT_CHUNK	2048	/* bytes per carrier and cycle */
+#define LT_UNLOADS	20	/* cycles of unload_qp_teardown */
+#define LT_WAIT_MS	10000	/* something the peer owes */
+
+enum { LT_VICTIM = 1, LT_CARRIER = 2 };
+
+/* Sysctls the tests change, as the program found them (-1: unknown). */
+static const char *const lt_saved_names[] = {
+	"lazy_bytes", "enable", "lgr_idle_ms",
+};
+
+static long long lt_saved[ARRAY_SIZE(lt_saved_names)] = { -1, -1, -1 };
+
+static void lt_sysctl_set(const char *name, long long val)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", name);
+	hu_set_ll(path, val);
+}
+
+static long long lt_sysctl(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", name);
+	return hu_read_ll(path);
+}
+
+static void lt_write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		n = write(fd, s, strlen(s));
+		close(fd);
+	}
+	vt_assert(n == (ssize_t)strlen(s), "writing %s: %s", path,
+		  strerror(errno));
+}
+
+static void lt_need_fault(void)
+{
+	if (access(LT_FAULT_DIR "point", W_OK))
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	vt_assert(!access(LT_FAULT_DIR "point", W_OK),
+		  "no fault injection in debugfs (%s)", LT_FAULT_DIR);
+}
+
+/* Delays injected at @point since the module was loaded. */
+static long long lt_injected(const char *point)
+{
+	char line[128], name[64];
+	long long val = -1, v;
+	FILE *f = fopen(LT_FAULT_DIR "injected", "re");
+
+	vt_assert(f, "%s: %s", LT_FAULT_DIR "injected", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", name, &v) == 2 &&
+		    !strcmp(name, point))
+			val = v;
+	fclose(f);
+	vt_assert(val >= 0, "no fault point %s", point);
+	return val;
+}
+
+static void lt_arm(const char *point)
+{
+	char buf[64];
+
+	lt_need_fault();
+	hu_set_ll(LT_FAULT_DIR "skip", 0);
+	hu_set_ll(LT_FAULT_DIR "times", 1);
+	snprintf(buf, sizeof(buf), "%s\n", point);
+	lt_write_str(LT_FAULT_DIR "point", buf);
+}
+
+static void lt_disarm(void)
+{
+	lt_write_str(LT_FAULT_DIR "point", "none\n");
+	hu_set_ll(LT_FAULT_DIR "times", 0);
+}
+
+static long long lt_wait_injected(const char *point, long long want)
+{
+	long long v;
+	int ms;
+
+	for (ms = 0; ms < LT_WAIT_MS; ms += 5) {
+		v = lt_injected(point);
+		if (v >= want)
+			return v;
+		usleep(5000);
+	}
+	return lt_injected(point);
+}
+
+/* Byte @off of connection @id's stream from the server. */
+static uint8_t lt_pat(uint32_t id, uint64_t off)
+{
+	return (uint8_t)(id * 151u + off * 7u + (off >> 8) * 13u + 1u);
+}
+
+static void lt_fill(uint8_t *buf, size_t len, uint32_t id, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = lt_pat(id, off + i);
+}
+
+/* The first bytes of every connection: its number and kind. */
+static void lt_header(uint8_t *buf, size_t len, uint32_t id, uint32_t kind)
+{
+	memset(buf, 0x5a, len);
+	memcpy(buf, &id, sizeof(id));
+	memcpy(buf + 4, &kind, sizeof(kind));
+}
+
+static int lt_connect(struct vt_ctx *c, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = su_peer_addr(c, false, port, &ss);
+	int fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+
+	vt_try(connect(fd, (struct sockaddr *)&ss, len), "connect");
+	return fd;
+}
+
+/*
+ * Client of a victim: the bytes up to L go to TCP, byte L starts the
+ * switch (the ring is announced in the SWITCH) and is not taken until
+ * the reply is in: close right then.
+ */
+static void lt_victim_client(int fd, uint32_t id)
+{
+	static uint8_t buf[LT_LAZY_L + 1];
+	size_t off = 0;
+	ssize_t n;
+
+	lt_header(buf, sizeof(buf), id, LT_VICTIM);
+	su_nonblock(fd, true);
+	while (off < sizeof(buf)) {
+		n = send(fd, buf + off, sizeof(buf) - off, MSG_NOSIGNAL);
+		if (n > 0) {
+			off += n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN && off < LT_LAZY_L) {
+			su_poll(fd, POLLOUT, 1000);
+			continue;
+		}
+		break;
+	}
+	close(fd);
+}
+
+/* The first 8 bytes of a connection: false if it was reset before. */
+static bool lt_read_header(int fd, uint32_t *hdr)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	hdr[0] = 0;
+	hdr[1] = 0;
+	while (got < 2 * sizeof(*hdr)) {
+		n = read(fd, (char *)hdr + got, 2 * sizeof(*hdr) - got);
+		if (n > 0)
+			got += n;
+		else if (!(n < 0 && errno == EINTR))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Server of a victim: read what came over TCP, give the switch a moment
+ * to be answered, then write as a server does that answers at once.
+ * Whatever the client's reset does to this connection is fine.
+ * Return: true if the connection was on RDMA when it wrote.
+ */
+static bool lt_victim_server(int lfd, uint32_t id)
+{
+	static uint8_t buf[LT_CHUNK];
+	struct visock_info vi;
+	socklen_t len;
+	size_t got = 8;		/* the header */
+	bool rdma = false;
+	uint32_t hdr[2];
+	ssize_t n;
+	int i, fd;
+
+	/* A victim the client reset may never be accepted. */
+	if (!(su_poll(lfd, POLLIN, 2000) & POLLIN))
+		return false;
+	fd = su_accept(lfd, SOCK_CLOEXEC);
+	if (!lt_read_header(fd, hdr) || hdr[0] != id) {
+		close(fd);
+		return false;
+	}
+	su_nonblock(fd, true);
+	while (got < LT_LAZY_L) {
+		n = recv(fd, buf, sizeof(buf) < LT_LAZY_L - got ?
+			 sizeof(buf) : LT_LAZY_L - got, 0);
+		if (n > 0) {
+			got += n;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR) &&
+		    su_poll(fd, POLLIN, 2000))
+			continue;
+		break;
+	}
+	for (i = 0; i < 100 && !rdma; i++) {
+		len = sizeof(vi);
+		memset(&vi, 0, sizeof(vi));
+		if (getsockopt(fd, SOL_VISOCK, VISOCK_INFO, &vi, &len))
+			break;
+		rdma = vi.vi_mode == VISOCK_MODE_RDMA;
+		if (!rdma)
+			usleep(2000);
+	}
+	lt_fill(buf, sizeof(buf), id, 0);
+	n = send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+	return rdma && n > 0;
+}
+
+/*
+ * A carrier: a connection through the handshake listener (made before
+ * lazy starts were on), on the same QP; it takes a ring from the pool.
+ */
+static int lt_carrier_open(struct vt_ctx *c, int lfd, int port, uint32_t id)
+{
+	uint32_t hdr[2] = { id, LT_CARRIER };
+	int fd;
+
+	if (vt_is_client(c)) {
+		fd = lt_connect(c, port);
+		su_write_all(fd, hdr, sizeof(hdr));
+		return fd;
+	}
+	fd = su_accept(lfd, SOCK_CLOEXEC);
+	vt_assert(lt_read_header(fd, hdr), "carrier %u: no first bytes", id);
+	vt_assert(hdr[0] == id && hdr[1] == LT_CARRIER,
+		  "carrier %u: its first bytes name connection %u", id,
+		  hdr[0]);
+	return fd;
+}
+
+/* One chunk of a carrier's pattern; the client checks every byte. */
+static void lt_carrier_chunk(struct vt_ctx *c, int fd, uint32_t id,
+			     uint64_t off)
+{
+	static uint8_t buf[LT_CHUNK], want[LT_CHUNK];
+	size_t i;
+
+	lt_fill(want, sizeof(want), id, off);
+	if (!vt_is_client(c)) {
+		su_write_all(fd, want, sizeof(want));
+		return;
+	}
+	su_read_all(fd, buf, sizeof(buf));
+	for (i = 0; i < sizeof(buf); i++)
+		vt_assert(buf[i] == want[i],
+			  "carrier %u: byte %llu is %#x, expected %#x: a foreign byte",
+			  id, (unsigned long long)(off + i), buf[i], want[i]);
+}
+
+/*
+ * lazy_ring_isolation: lazy starts on; LT_CYCLES times a client writes
+ * past L (its SWITCH announces its ring) and closes at once, while the
+ * server answers the switch and writes; meanwhile LT_CARRIERS connections
+ * on the same QP, replaced one per cycle (so that they take rings that
+ * went back to the pool), carry per-connection patterns.  No carrier may
+ * read a foreign byte, and the client must drop no message for an
+ * unknown connection (lgr_stale_dropped): the server's late writes go to
+ * a ring its client still holds for it, not to one it gave back.
+ */
+static void lazy_ring_isolation(struct vt_ctx *c)
+{
+	int carriers[LT_CARRIERS], lfd = -1, lfd_lazy = -1, port = 0;
+	int port_lazy = 0, keeper, i, n = 0;
+	uint64_t coff[LT_CARRIERS];
+	uint32_t cid[LT_CARRIERS], id = 1;
+	long long lazy0, stale0, stale, sw0, reset0, rdma_writes = 0;
+	struct timespec t0, t1;
+
+	hu_need_rdma(c);
+	/* Keeper and carriers: a listener from before lazy starts. */
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		keeper = lt_connect(c, port);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 64, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		keeper = su_accept(lfd, SOCK_CLOEXEC);
+	}
+	lazy0 = lt_sysctl("lazy_bytes");
+	lt_sysctl_set("lazy_bytes", LT_LAZY_L);
+	vt_sync(c, "lazy_bytes set");
+	if (vt_is_client(c)) {
+		port_lazy = su_recv_port(c);
+	} else {
+		lfd_lazy = su_listen(VT_FAMILY_VISOCK, false, 64, SOCK_CLOEXEC);
+		su_send_port(c, lfd_lazy);
+	}
+	{
+		struct visock_info vi;
+
+		hu_expect_rdma(keeper, "the keeper (handshake)", &vi);
+	}
+	vt_sync(c, "keeper up");
+	stale0 = hu_proc("lgr_stale_dropped");
+	sw0 = hu_proc("lazy_switches");
+	reset0 = hu_proc("lazy_switch_reset");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < LT_CYCLES; i++) {
+		uint32_t vid = id++;
+		int k;
+
+		if (!(i % 250))
+			vt_diag("cycle %d", i);
+		if (vt_is_client(c))
+			lt_victim_client(lt_connect(c, port_lazy), vid);
+		else
+			rdma_writes += lt_victim_server(lfd_lazy, vid);
+		if (n == LT_CARRIERS) {
+			close(carriers[0]);
+			memmove(carriers, carriers + 1,
+				(n - 1) * sizeof(carriers[0]));
+			memmove(cid, cid + 1, (n - 1) * sizeof(cid[0]));
+			memmove(coff, coff + 1, (n - 1) * sizeof(coff[0]));
+			n--;
+		}
+		cid[n] = id++;
+		coff[n] = 0;
+		carriers[n] = lt_carrier_open(c, lfd, port, cid[n]);
+		n++;
+		for (k = 0; k < n; k++) {
+			lt_carrier_chunk(c, carriers[k], cid[k], coff[k]);
+			coff[k] += LT_CHUNK;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	for (i = 0; i < n; i++)
+		close(carriers[i]);
+	vt_sync(c, "cycles done");
+	stale = hu_proc("lgr_stale_dropped") - stale0;
+	vt_diag("%d victims in %lld s: lazy_switches +%lld, lazy_switch_reset +%lld, lgr_stale_dropped +%lld%s",
+		LT_CYCLES, (long long)(t1.tv_sec - t0.tv_sec),
+		hu_proc("lazy_switches") - sw0,
+		hu_proc("lazy_switch_reset") - reset0, stale,
+		vt_is_client(c) ? "" : " (server)");
+	if (!vt_is_client(c))
+		vt_diag("server: %lld victims written to over RDMA",
+			rdma_writes);
+	if (vt_is_client(c))
+		vt_diag("client: lgr_lingering %lld after the cycles",
+			hu_proc("lgr_lingering"));
+	close(keeper);
+	if (lfd >= 0)
+		close(lfd);
+	if (lfd_lazy >= 0)
+		close(lfd_lazy);
+	lt_sysctl_set("lazy_bytes", lazy0 > 0 ? lazy0 : 0);
+	if (vt_is_client(c))
+		vt_assert(!stale,
+			  "%lld messages for connections the client had given up (their rings went back to the pool)",
+			  stale);
+	vt_sync(c, "isolation done");
+}
+
+/*
+ * linger_reap_race: the client closes first, so its end lingers (the
+ * server has not said it is done); the "link_linger" delay holds its
+ * visock_link_destroy() right after it handed the link to the QP, and
+ * the server's close (its closed flag reaps and frees the link) comes
+ * in that window.  The link must be reaped, nothing lingers, and the
+ * kernel log stays clean (the use after free it guards against shows
+ * under KASAN).
+ */
+static void linger_reap_race(struct vt_ctx *c)
+{
+	long long inj0 = 0, inj;
+	char ch = 'l';
+	pid_t pid;
+	int fd, st;
+
+	hu_need_rdma(c);
+	if (vt_is_client(c)) {
+		lt_need_fault();
+		inj0 = lt_injected("link_linger");
+	}
+	fd = su_pair(c);
+	{
+		struct visock_info vi;
+
+		hu_expect_rdma(fd, "the connection", &vi);
+	}
+	if (vt_is_client(c)) {
+		su_write_all(fd, &ch, 1);
+		su_read_all(fd, &ch, 1);
+	} else {
+		su_read_all(fd, &ch, 1);
+		su_write_all(fd, &ch, 1);
+	}
+	vt_sync(c, "connected");
+	if (!vt_is_client(c)) {
+		vt_sync(c, "client lingers");
+		close(fd);
+		vt_sync(c, "server closed");
+		return;
+	}
+	lt_arm("link_linger");
+	/* The child's close releases the socket; it may block in the delay. */
+	pid = fork();
+	vt_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (!pid) {
+		close(fd);
+		_exit(0);
+	}
+	close(fd);
+	inj = lt_wait_injected("link_linger", inj0 + 1);
+	vt_sync(c, "client lingers");
+	vt_sync(c, "server closed");
+	vt_assert(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
+	lt_disarm();
+	vt_assert(inj == inj0 + 1,
+		  "link_linger injected %lld times, expected 1: the client's end did not linger",
+		  inj - inj0);
+	vt_assert(hu_proc_wait("lgr_lingering", 0, LT_WAIT_MS) == 0,
+		  "%lld connections still linger after the server's close",
+		  hu_proc("lgr_lingering"));
+	vt_assert(hu_proc_wait("lgr_connections", 0, LT_WAIT_MS) == 0,
+		  "lgr_connections %lld after both closed",
+		  hu_proc("lgr_connections"));
+}
+
+/* Kernel log lines that match the extended regular expression @re. */
+static int lt_dmesg_count(const char *re)
+{
+	char cmd[256];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "dmesg 2>/dev/null | grep -cE '%s'", re);
+	f = popen(cmd, "r");
+
+	vt_assert(f, "dmesg: %s", strerror(errno));
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	return n;
+}
+
+/* Kernel log lines that report a bug, a warning or corrupted memory. */
+static int lt_splats(void)
+{
+	return lt_dmesg_count("BUG[: ]|WARNING:|Oops|general protection|KASAN|Poison overwritten|corrupted");
+}
+
+/* QPs a device removal found (at unload: left over by the namespace). */
+static int lt_removal_kills(void)
+{
+	return lt_dmesg_count("visock: QP [0-9]+ killed: device removed");
+}
+
+/* The module file run_tests.sh loaded (VISOCK_KO, or the source tree's). */
+static void lt_module_path(char *buf, size_t size)
+{
+	const char *ko = getenv("VISOCK_KO"), *src = getenv("VISOCK_SRC");
+	struct utsname u;
+
+	buf[0] = 0;
+	if (ko && *ko) {
+		snprintf(buf, size, "%s", ko);
+		return;
+	}
+	if (src && *src && !uname(&u))
+		snprintf(buf, size, "%s/build/%s/visock.ko", src, u.release);
+	if (buf[0] && access(buf, R_OK))
+		buf[0] = 0;
+}
+
+/*
+ * unload_qp_teardown: the Soft-RoCE device is in the initial namespace,
+ * so a new namespace gets no QP; the same teardown meets the namespace's
+ * exit at module unload.  LT_UNLOADS times: a connection, closed; the
+ * client's QP goes idle at once (lgr_idle_ms 0) and its idle work is held
+ * for a while ("qp_teardown" delay) after it took the QP off the list;
+ * rmmod right then, then the module is loaded again.  The unload must
+ * wait for the QP (its freeing writes the namespace's counters): the
+ * device removal that follows the namespace's exit finds no QP left to
+ * kill, and the kernel log shows no report.  On a kernel without KASAN a write to
+ * freed per-namespace memory is silent: the test then sees only what it
+ * breaks (oops, warnings, a failed unload or reload).
+ */
+static void unload_qp_teardown(struct vt_ctx *c)
+{
+	long long enable = 1, idle = 0, inj0 = 0;
+	char ko[512], cmd[600];
+	int i, fd, tries, splats0 = 0, kills0 = 0, kills;
+	char ch = 'u';
+
+	hu_need_rdma(c);
+	if (vt_is_client(c)) {
+		lt_module_path(ko, sizeof(ko));
+		vt_assert(ko[0], "no module file to load again (VISOCK_KO, VISOCK_SRC)");
+		enable = lt_sysctl("enable");
+		idle = lt_sysctl("lgr_idle_ms");
+		splats0 = lt_splats();
+	}
+	for (i = 0; i < LT_UNLOADS; i++) {
+		if (vt_is_client(c)) {
+			lt_sysctl_set("lgr_idle_ms", 0);
+			lt_need_fault();
+			inj0 = lt_injected("qp_teardown");
+		}
+		vt_sync(c, "unload cycle");
+		fd = su_pair(c);
+		if (vt_is_client(c)) {
+			su_write_all(fd, &ch, 1);
+			su_read_all(fd, &ch, 1);
+			kills0 = lt_removal_kills();
+			lt_arm("qp_teardown");
+			close(fd);
+			vt_assert(lt_wait_injected("qp_teardown", inj0 + 1) ==
+				  inj0 + 1, "cycle %d: no idle teardown of the QP",
+				  i);
+			for (tries = 0; tries < 500; tries++) {
+				if (!system("rmmod visock 2>/dev/null"))
+					break;
+				usleep(10000);
+			}
+			vt_assert(tries < 500, "cycle %d: rmmod visock failed", i);
+			kills = lt_removal_kills() - kills0;
+			snprintf(cmd, sizeof(cmd), "insmod '%s'", ko);
+			vt_assert(!system(cmd), "cycle %d: %s failed", i, cmd);
+			lt_sysctl_set("enable", enable);
+			lt_sysctl_set("lgr_idle_ms", idle);
+			vt_assert(!kills,
+				  "cycle %d: the unload left a QP in teardown to the device removal (\"killed: device removed\")",
+				  i);
+			vt_assert(lt_splats() == splats0,
+				  "cycle %d: the kernel log reports a bug (dmesg)",
+				  i);
+		} else {
+			su_read_all(fd, &ch, 1);
+			su_write_all(fd, &ch, 1);
+			su_expect_eof(fd);
+			close(fd);
+		}
+		vt_sync(c, "reloaded");
+		/* The module is back: the peer's QP end is gone at once. */
+		if (vt_is_client(c))
+			vt_assert(hu_proc_wait("rdma_devices", 1, LT_WAIT_MS) > 0,
+				  "cycle %d: no RDMA device after the reload", i);
+	}
+	if (vt_is_client(c))
+		vt_diag("%d unloads during a QP's idle teardown", LT_UNLOADS);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1549,17 +2123,65 @@ static const struct vt_test tests[] = {
 	T(hostile_handshakes, 900, "2,000 hostile handshakes: QPs and memory bounded"),
 	T(qp_mem_budget, 60, "a QP's queues count in lgr_mem_max_mb"),
 	T(lazy_early_cursor, 120, "lazy start: a cursor message ahead of the switch reply"),
+	T(lazy_ring_isolation, 900,
+	  "a failed lazy switch's ring is not reused while the peer writes"),
+	T(linger_reap_race, 60,
+	  "a lingering link reaped while its destroy still runs"),
+	T(unload_qp_teardown, 600,
+	  "rmmod waits for a QP in its idle teardown"),
 };
+
+/*
+ * After every test half, however it ended (in the runner process): the
+ * module loaded again if a test left it unloaded, the sysctls back, no
+ * fault point armed.
+ */
+static void lt_cleanup(const struct vt_ctx *c)
+{
+	char path[] = LT_FAULT_DIR "point", ko[512], cmd[600];
+	unsigned int i;
+	int fd;
+
+	(void)c;
+	if (access("/sys/module/visock", F_OK)) {
+		lt_module_path(ko, sizeof(ko));
+		snprintf(cmd, sizeof(cmd), "insmod '%s'", ko);
+		if (!ko[0] || system(cmd))
+			vt_diag("cannot load visock again (%s)", ko);
+	}
+	for (i = 0; i < ARRAY_SIZE(lt_saved_names); i++) {
+		snprintf(cmd, sizeof(cmd), HU_SYSCTL_DIR "%s",
+			 lt_saved_names[i]);
+		if (lt_saved[i] >= 0 && hu_read_ll(cmd) != lt_saved[i])
+			hu_write_ll(cmd, lt_saved[i]);
+	}
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "none\n", 5) < 0)
+			vt_diag("disarming the fault point: %s",
+				strerror(errno));
+		close(fd);
+	}
+}
 
 /* Every test's sysctls and hooks back as they were, whatever it did. */
 static void security_cleanup(const struct vt_ctx *c)
 {
 	hostile_cleanup(c);
 	lec_cleanup(c);
+	lt_cleanup(c);
 }
 
 int main(int argc, char **argv)
 {
+	char path[128];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(lt_saved_names); i++) {
+		snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s",
+			 lt_saved_names[i]);
+		lt_saved[i] = hu_read_ll(path);
+	}
 	vt_set_cleanup(security_cleanup);
 	return vt_main(argc, argv, "visock_security", tests,
 		       ARRAY_SIZE(tests));
