@@ -302,6 +302,26 @@ if [ -s "$res/a/kunit.ktap" ]; then
 else
 	result 1 "KUnit (host a): no results"
 fi
+
+# The full count of the decoders' fuzzing: 1,000,000 messages per decoder
+# family in the UML kernel with KASAN (a few minutes), where the emulated
+# debug guest above runs fewer.
+banner "KUnit fuzzing, 1000000 messages per decoder family (UML, KASAN)"
+VISOCK_KUNIT_FUZZ_ITERS=1000000 "$T/kunit/run_kunit.sh" 'visock_fuzz*' \
+	>"$OUT/kunit-fuzz.log" 2>&1
+rc=$?
+line=$(grep -E '^kunit: [0-9]+ passed, [0-9]+ failed' "$OUT/kunit-fuzz.log" | tail -1)
+if [ -n "$line" ]; then
+	p=$(sed -E 's/^kunit: ([0-9]+) passed.*/\1/' <<<"$line")
+	f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+	[ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
+	[ "$p" = 0 ] && f=$((f + 1))
+	passed=$((passed + p)); failed=$((failed + f))
+	summary+=("KUnit fuzzing (1000000 per family): $p passed, $f failed")
+else
+	tail -20 "$OUT/kunit-fuzz.log"
+	result 1 "KUnit fuzzing (no result line)"
+fi
 # Keep a bed's logs in $OUT as PREFIX<host>-<file>.
 save_logs() { # RESDIR PREFIX
 	local h f
