@@ -2111,13 +2111,13 @@ static void unload_qp_teardown(struct vt_ctx *c)
 
 static const struct vt_test tests[] = {
 	T(tcp_ulp, 60, "TCP_ULP refused on every visock socket"),
+	T(decline_foreign_qp, 120, "a SWITCH naming another host's QP posts nothing on it"),
 	T(sockopt_allowlist, 60,
 	  "only allowed options reach the internal TCP socket"),
 	{ "backlog_bound", backlog_bound_client, backlog_bound_server, 120,
 	  "a listener holds at most backlog + 1 connections" },
 	{ "diag_stalled", diag_stalled_client, diag_stalled_server, 240,
 	  "a socket stalled in sendmsg() does not block the dumps" },
-	T(decline_foreign_qp, 120, "a SWITCH naming another host's QP posts nothing on it"),
 	T(gid_mismatch, 60, "a REQ whose GID is not the TCP peer's is declined"),
 	T(qp_cap_dying, 600, "QPs made dying by their peer still count against the cap"),
 	T(hostile_handshakes, 900, "2,000 hostile handshakes: QPs and memory bounded"),
