@@ -978,6 +978,8 @@ static void hostile_cleanup(const struct vt_ctx *c)
 	/* qp_mem_budget's value, should its server half have failed. */
 	if (hu_read_ll(LGR_MEM_MAX) == 8)
 		hu_write_ll(LGR_MEM_MAX, 256);
+	if (hu_read_ll(LGR_PEER_QPS) == 65536)
+		hu_write_ll(LGR_PEER_QPS, 0);
 }
 
 /* Client: the hook exists here and the server can run RDMA. */
@@ -1390,7 +1392,7 @@ static void hostile_handshakes(struct vt_ctx *c)
  */
 static void qp_mem_budget(struct vt_ctx *c)
 {
-	long long saved;
+	long long saved, saved_cap;
 	struct rawparams rp;
 	struct rawdec d;
 	struct rawmsg m;
@@ -1398,12 +1400,19 @@ static void qp_mem_budget(struct vt_ctx *c)
 
 	need_hostile(c, false);
 	if (!vt_is_client(c)) {
+		/*
+		 * Only the memory budget may decline: the queue pairs the
+		 * tests before left dying must not hit the peer cap first.
+		 */
+		saved_cap = hu_read_ll(LGR_PEER_QPS);
+		hu_set_ll(LGR_PEER_QPS, 65536);
 		saved = hu_read_ll(LGR_MEM_MAX);
 		hu_set_ll(LGR_MEM_MAX, 8);
 		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
 		su_send_port(c, lfd);
 		vt_expect(c, "answered");
 		hu_set_ll(LGR_MEM_MAX, saved);
+		hu_set_ll(LGR_PEER_QPS, saved_cap);
 		vt_assert(hu_proc_wait("registered_bytes", 0, 5000) == 0,
 			  "%lld ring bytes still charged",
 			  hu_proc("registered_bytes"));
