@@ -1459,90 +1459,6 @@ static void lec_cleanup(const struct vt_ctx *c)
 		hu_write_ll(HU_DEBUGFS_DIR "swrep_delay_ms", 0);
 }
 
-/*
- * lazy_early_cursor: a lazy connection's server shuts its sending side
- * down as soon as it switched, so its cursor message (done writing)
- * reaches the client before the client handled the switch reply (the
- * client's module handles the reply LEC_DELAY_MS late: debugfs
- * swrep_delay_ms).  The client must read the end of the stream, not a
- * reset, and its bytes after L must still reach the server over RDMA.
- */
-static void lazy_early_cursor(struct vt_ctx *c)
-{
-	static uint8_t out[LEC_L + LEC_MORE], in[LEC_L + LEC_MORE];
-	long long reset = hu_proc("lazy_switch_reset");
-	struct visock_info vi;
-	int lfd = -1, port = 0, keeper, fd, i;
-
-	hu_need_rdma(c);
-	for (i = 0; i < (int)sizeof(out); i++)
-		out[i] = (uint8_t)(i * 11 + 3);
-	lec_saved_lazy = hu_read_ll(HU_SYSCTL_DIR "lazy_bytes");
-	hu_set_ll(HU_SYSCTL_DIR "lazy_bytes", LEC_L);
-	if (vt_is_client(c)) {
-		vt_assert(hu_debugfs_ready("swrep_delay_ms"),
-			  "no debugfs swrep_delay_ms");
-		hu_set_ll(HU_DEBUGFS_DIR "swrep_delay_ms", LEC_DELAY_MS);
-	}
-	vt_sync(c, "lec: lazy_bytes set");
-	if (vt_is_client(c)) {
-		port = su_recv_port(c);
-		/* The keeper holds the QP up; it proposes no lazy start. */
-		hu_set_ll(HU_SYSCTL_DIR "lazy_bytes", 0);
-		keeper = su_connect(c, VT_FAMILY_VISOCK, false, port);
-		hu_set_ll(HU_SYSCTL_DIR "lazy_bytes", LEC_L);
-	} else {
-		lfd = su_listen(VT_FAMILY_VISOCK, false, 4, 0);
-		su_send_port(c, lfd);
-		keeper = su_accept(lfd, 0);
-	}
-	hu_expect_rdma(keeper, "the keeper", NULL);
-	vt_sync(c, "lec: keeper up");
-
-	if (vt_is_client(c)) {
-		fd = su_connect(c, VT_FAMILY_VISOCK, false, port);
-		hu_get_info(fd, &vi);
-		vt_assert((vi.vi_flags & VISOCK_INFO_F_LAZY) &&
-			  vi.vi_mode == VISOCK_MODE_TCP,
-			  "no lazy start (flags %#x, mode %u)", vi.vi_flags,
-			  vi.vi_mode);
-		su_write_all(fd, out, sizeof(out));
-		vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
-		/* The server wrote nothing: the end, not a reset. */
-		su_expect_eof(fd);
-		hu_get_info(fd, &vi);
-		vt_assert(vi.vi_mode == VISOCK_MODE_RDMA,
-			  "mode %u after the switch, expected RDMA",
-			  vi.vi_mode);
-	} else {
-		struct timespec ts = { 0, 1000000 };
-
-		fd = su_accept(lfd, 0);
-		/* Shut down the moment the switch is done (bounded wait). */
-		for (i = 0; i < 30000; i++) {
-			hu_get_info(fd, &vi);
-			if (vi.vi_mode == VISOCK_MODE_RDMA)
-				break;
-			nanosleep(&ts, NULL);
-		}
-		vt_assert(vi.vi_mode == VISOCK_MODE_RDMA,
-			  "the connection did not switch (mode %u)",
-			  vi.vi_mode);
-		vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
-		su_read_all(fd, in, sizeof(in));
-		vt_assert(!memcmp(in, out, sizeof(in)),
-			  "the client's bytes differ");
-		su_expect_eof(fd);
-	}
-	vt_assert(hu_proc("lazy_switch_reset") == reset,
-		  "lazy_switch_reset +%lld", hu_proc("lazy_switch_reset") - reset);
-	close(fd);
-	vt_sync(c, "lec: done");
-	close(keeper);
-	if (lfd >= 0)
-		close(lfd);
-	lec_cleanup(c);
-}
 
 /* ---- link lifetime: lazy rings, lingering links, QP teardown ---- */
 
@@ -2131,7 +2047,6 @@ static const struct vt_test tests[] = {
 	T(qp_cap_dying, 600, "QPs made dying by their peer still count against the cap"),
 	T(hostile_handshakes, 900, "2,000 hostile handshakes: QPs and memory bounded"),
 	T(qp_mem_budget, 60, "a QP's queues count in lgr_mem_max_mb"),
-	T(lazy_early_cursor, 120, "lazy start: a cursor message ahead of the switch reply"),
 	T(lazy_ring_isolation, 900,
 	  "a failed lazy switch's ring is not reused while the peer writes"),
 	T(linger_reap_race, 60,
