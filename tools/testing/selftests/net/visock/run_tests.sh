@@ -24,6 +24,12 @@
 
 DIR=$(cd "$(dirname "$0")" && pwd)
 ARGS=("$@")
+# The helpers shared with visock_apps.sh: next to this script, or in the
+# source tree when the script was copied elsewhere.
+LIB=$DIR/visock_lib.sh
+[ -f "$LIB" ] || LIB=${VISOCK_SRC:-}/tools/testing/selftests/net/visock/visock_lib.sh
+# shellcheck source=visock_lib.sh
+. "$LIB" || exit 2
 # No process substitution anywhere: the VM bed's guests have no /dev/fd.
 # The loop reading a program's output runs in this shell thanks to this.
 shopt -s lastpipe
@@ -136,37 +142,6 @@ esac
 
 # ---- test list ----
 
-declare -a TESTS=()
-declare -A SEL=() REPORTED=()
-NR=0
-NPASS=0
-NFAIL=0
-NSKIP=0
-
-selected() {
-	local p hit=0
-
-	if [ ${#PICKS[@]} -gt 0 ]; then
-		for p in "${PICKS[@]}"; do
-			# shellcheck disable=SC2053
-			[[ $1 == $p ]] && hit=1
-		done
-		[ $hit = 1 ] || return 1
-	fi
-	for p in "${SKIPS[@]}"; do
-		# shellcheck disable=SC2053
-		[[ $1 == $p ]] && return 1
-	done
-	return 0
-}
-
-add_test() {
-	if selected "$1"; then
-		TESTS+=("$1")
-		SEL[$1]=1
-	fi
-}
-
 # Where the C programs are: next to this script, or (when the script was
 # copied elsewhere, as the VM bed does) in the source tree.  Build them
 # when they are missing from a source checkout.
@@ -268,56 +243,7 @@ if [ -n "${VISOCK_RESULTS:-}" ] && [ -d "$VISOCK_RESULTS" ] &&
 	fi
 fi
 
-diag() {
-	local line
-
-	while IFS= read -r line; do
-		echo "# $line"
-	done <<< "$*"
-}
-
-# result NAME pass|fail|skip [REASON]
-result() {
-	local name=$1 res=$2 reason=${3:-}
-
-	[ -n "${SEL[$name]:-}" ] || return 0
-	[ -z "${REPORTED[$name]:-}" ] || return 0
-	REPORTED[$name]=1
-	NR=$((NR + 1))
-	case "$res" in
-	pass)
-		NPASS=$((NPASS + 1))
-		echo "ok $NR $name" ;;
-	skip)
-		NSKIP=$((NSKIP + 1))
-		echo "ok $NR $name # SKIP $reason" ;;
-	*)
-		NFAIL=$((NFAIL + 1))
-		[ -n "$reason" ] && diag "$name: $reason"
-		echo "not ok $NR $name" ;;
-	esac
-}
-
-group_selected() {
-	local n
-
-	for n in "${TESTS[@]}"; do
-		[[ $n == "$1".* ]] && return 0
-	done
-	return 1
-}
-
-# Everything of @group not reported yet gets @res with @reason.
-finish_group() {
-	local group=$1 res=$2 reason=$3 n
-
-	for n in "${TESTS[@]}"; do
-		[[ $n == "$group".* ]] && result "$n" "$res" "$reason"
-	done
-}
-
-echo "TAP version 13"
-echo "1..${#TESTS[@]}"
+ktap_plan
 diag "visock selftests: role $ROLE${PEER:+, peer $PEER}${PEER6:+ / $PEER6}, family $FAMILY, kernel $(uname -r)"
 
 # A kernel with KASAN (the test bed's 6.12-debug, also lockdep) moves data
@@ -693,22 +619,11 @@ run_prog stream_lo visock_stream --role single --family "$FAMILY"
 # The LD_PRELOAD wrapper of visock_run(8), from the source tree (built
 # here when missing) or $VISOCK_PRELOAD_SO.
 preload_so() {
-	local dir
-
 	if [ -n "${VISOCK_PRELOAD_SO:-}" ]; then
 		echo "$VISOCK_PRELOAD_SO"
 		return
 	fi
-	for dir in "$DIR/../../../../visock" \
-		   ${VISOCK_SRC:+"$VISOCK_SRC/tools/visock"}; do
-		if [ ! -f "$dir/visock_preload.so" ] && [ -f "$dir/Makefile" ]; then
-			make -s -C "$dir" >/dev/null 2>&1
-		fi
-		if [ -f "$dir/visock_preload.so" ]; then
-			echo "$(cd "$dir" && pwd)/visock_preload.so"
-			return
-		fi
-	done
+	visock_tool visock_preload.so all
 }
 if group_selected preload; then
 	PRELOAD=$(preload_so)
@@ -725,22 +640,11 @@ fi
 # The loader, from the source tree (built here when missing) or
 # $VISOCK_REDIRECT.
 redirect_tool() {
-	local dir
-
 	if [ -n "${VISOCK_REDIRECT:-}" ]; then
 		echo "$VISOCK_REDIRECT"
 		return
 	fi
-	for dir in "$DIR/../../../../visock" \
-		   ${VISOCK_SRC:+"$VISOCK_SRC/tools/visock"}; do
-		if [ ! -x "$dir/visock_redirect" ] && [ -f "$dir/Makefile" ]; then
-			make -s -C "$dir" visock_redirect >/dev/null 2>&1
-		fi
-		if [ -x "$dir/visock_redirect" ]; then
-			echo "$(cd "$dir" && pwd)/visock_redirect"
-			return
-		fi
-	done
+	visock_tool visock_redirect visock_redirect
 }
 
 REDIR_CG=
@@ -779,8 +683,7 @@ redirect_group() {
 
 	ONLY="inet_direct inet6_direct inet_reuseport policy_netns policy_unpriv" \
 		run_prog redirect visock_redirect_test --role single
-	if ! awk '$3 == "update_socket_protocol" { f = 1 } END { exit !f }' \
-		/proc/kallsyms; then
+	if ! has_redirect_hook; then
 		# The inet registration is there on every kernel.
 		redirect_taken
 		finish_group redirect skip "kernel $(uname -r) has no update_socket_protocol() hook (6.6+); the preload group covers it"
@@ -903,9 +806,7 @@ redirect_hs() {
 	local why=$1 wait_s=$2 out
 
 	group_selected redirect_hs || return 0
-	if [ -z "$why" ] &&
-	   ! awk '$3 == "update_socket_protocol" { f = 1 } END { exit !f }' \
-		/proc/kallsyms; then
+	if [ -z "$why" ] && ! has_redirect_hook; then
 		why="kernel $(uname -r) has no update_socket_protocol() hook (6.6+)"
 	fi
 	[ -z "$why" ] && [ -z "$REDIR_TOOL" ] && REDIR_TOOL=$(redirect_tool)
@@ -1398,6 +1299,6 @@ if [ -n "${SEL[kernel_log_clean]:-}" ]; then
 	fi
 fi
 
-echo "# visock selftests: $NPASS passed, $NFAIL failed, $NSKIP skipped"
+ktap_summary "visock selftests"
 echo "# Totals: pass:$NPASS fail:$NFAIL xfail:0 xpass:0 skip:$NSKIP error:0"
 [ "$NFAIL" = 0 ]

@@ -27,6 +27,8 @@
 # Output is KTAP; both halves report every test with the client's verdict.
 
 DIR=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=visock_lib.sh
+. "$DIR/visock_lib.sh" || exit 2
 shopt -s lastpipe
 
 ALL_TESTS=(iperf3_visock iperf3_tcp sockperf nginx_curl_wrk redis one_side)
@@ -36,6 +38,7 @@ PORT_BASE=${VISOCK_APPS_PORT_BASE:-7840}
 SYNC_TIMEOUT=${VISOCK_APPS_SYNC_TIMEOUT:-180}
 LIST=0
 PICKS=()
+SKIPS=()
 # Bytes a run may carry over visock's TCP path and still count as "over
 # RDMA" (nothing but handshakes should go there).
 TCP_SLACK=${VISOCK_APPS_TCP_SLACK:-65536}
@@ -71,43 +74,14 @@ server) ;;
 *) echo "--role client|server" >&2; exit 2 ;;
 esac
 
-TESTS=()
 for t in "${ALL_TESTS[@]}"; do
-	if [ ${#PICKS[@]} -eq 0 ]; then
-		TESTS+=("$t")
-		continue
-	fi
-	for p in "${PICKS[@]}"; do
-		# shellcheck disable=SC2053
-		[[ $t == $p ]] && { TESTS+=("$t"); break; }
-	done
+	add_test "$t"
 done
 
-NR=0 NPASS=0 NFAIL=0 NSKIP=0
-diag() {
-	local line
-
-	while IFS= read -r line; do
-		echo "# $line"
-	done <<< "$*"
-}
-
-# result NAME pass|fail|skip [REASON]
-result() {
-	NR=$((NR + 1))
-	case "$2" in
-	pass) NPASS=$((NPASS + 1)); echo "ok $NR $1" ;;
-	skip) NSKIP=$((NSKIP + 1)); echo "ok $NR $1 # SKIP $3" ;;
-	*) NFAIL=$((NFAIL + 1)); [ -n "${3:-}" ] && diag "$1: $3"
-	   echo "not ok $NR $1" ;;
-	esac
-}
-
-echo "TAP version 13"
-echo "1..${#TESTS[@]}"
+ktap_plan
 
 finish() {
-	echo "# visock_apps: $NPASS passed, $NFAIL failed, $NSKIP skipped"
+	ktap_summary visock_apps
 	[ "$NFAIL" = 0 ]
 	exit
 }
@@ -131,24 +105,12 @@ fi
 
 # ---- tools ----
 
-SRC_TOOLS=
-for d in "$DIR/../../../../visock" ${VISOCK_SRC:+"$VISOCK_SRC/tools/visock"}; do
-	if [ -f "$d/visock_run" ]; then
-		SRC_TOOLS=$(cd "$d" && pwd)
-		break
-	fi
-done
-REDIR_TOOL=${VISOCK_REDIRECT:-}
-[ -z "$REDIR_TOOL" ] && [ -x "$SRC_TOOLS/visock_redirect" ] &&
-	REDIR_TOOL=$SRC_TOOLS/visock_redirect
-PRELOAD_SO=${VISOCK_PRELOAD_SO:-}
-[ -z "$PRELOAD_SO" ] && [ -f "$SRC_TOOLS/visock_preload.so" ] &&
-	PRELOAD_SO=$SRC_TOOLS/visock_preload.so
+REDIR_TOOL=${VISOCK_REDIRECT:-$(visock_tool visock_redirect)}
+PRELOAD_SO=${VISOCK_PRELOAD_SO:-$(visock_tool visock_preload.so)}
 
 # How programs get visock sockets: the BPF redirect where the kernel has
 # the hook (6.6+), the LD_PRELOAD wrapper otherwise.
-if awk '$3 == "update_socket_protocol" { f = 1 } END { exit !f }' /proc/kallsyms &&
-   [ -n "$REDIR_TOOL" ]; then
+if has_redirect_hook && [ -n "$REDIR_TOOL" ]; then
 	METHOD=bpf
 elif [ -n "$PRELOAD_SO" ]; then
 	METHOD=preload
