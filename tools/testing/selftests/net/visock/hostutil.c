@@ -11,6 +11,7 @@
 
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "ctl.h"
 #include "hostutil.h"
@@ -141,20 +142,130 @@ void hu_fb_snap(long long *v)
 	}
 }
 
+const char *hu_fb_name(unsigned int r)
+{
+	return r < HU_NFB ? hu_fb_names[r] : "?";
+}
+
+void hu_sysctls_save(struct hu_saved_sysctl *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		s[i].val = hu_sysctl(s[i].name);
+}
+
+void hu_sysctls_restore(const struct hu_saved_sysctl *s, size_t n)
+{
+	char path[128];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i].val < 0 || hu_sysctl(s[i].name) == s[i].val)
+			continue;
+		snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", s[i].name);
+		if (hu_write_ll(path, s[i].val))
+			fprintf(stderr, "# restoring %s failed\n", path);
+	}
+}
+
+long long hu_sysctl(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", name);
+	return hu_read_ll(path);
+}
+
+void hu_sysctl_set(const char *name, long long val)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", name);
+	hu_set_ll(path, val);
+}
+
+/* Write @text to @path: 0, or -1 with errno set. */
+static int write_text(const char *path, const char *text)
+{
+	ssize_t len = (ssize_t)strlen(text), n = -1;
+	int fd, err;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = write(fd, text, len);
+	err = errno;
+	close(fd);
+	errno = err;
+	return n == len ? 0 : -1;
+}
+
+bool hu_fault_ready(void)
+{
+	return hu_debugfs_ready("fault/point");
+}
+
+long long hu_fault_injected(const char *point)
+{
+	char line[128], name[64];
+	long long val = -1, v;
+	FILE *f;
+
+	f = fopen(HU_FAULT_DIR "injected", "re");
+	vt_assert(f, "%s: %s", HU_FAULT_DIR "injected", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %lld", name, &v) == 2 &&
+		    !strcmp(name, point)) {
+			val = v;
+			break;
+		}
+	}
+	fclose(f);
+	vt_assert(val >= 0, "no fault point %s in %s", point,
+		  HU_FAULT_DIR "injected");
+	return val;
+}
+
+void hu_fault_arm(const char *point, int times)
+{
+	char buf[64];
+
+	vt_assert(hu_fault_ready(), "no fault injection in debugfs (%s)",
+		  HU_FAULT_DIR);
+	hu_set_ll(HU_FAULT_DIR "skip", 0);
+	hu_set_ll(HU_FAULT_DIR "times", times);
+	snprintf(buf, sizeof(buf), "%s\n", point);
+	vt_assert(!write_text(HU_FAULT_DIR "point", buf), "arming %s: %s",
+		  point, strerror(errno));
+}
+
+void hu_fault_disarm(void)
+{
+	vt_assert(!write_text(HU_FAULT_DIR "point", "none\n"),
+		  "disarming: %s", strerror(errno));
+	hu_set_ll(HU_FAULT_DIR "times", 0);
+}
+
+const char *hu_rdma_missing(const struct vt_ctx *c)
+{
+	if (c->family != VT_FAMILY_VISOCK)
+		return "family inet: needs AF_VISOCK";
+	if (c->loopback)
+		return "both halves on one host: loopback connections do not use RDMA";
+	if (hu_read_ll(HU_ENABLE_PATH) < 0)
+		return "visock is not loaded";
+	if (hu_read_ll(HU_ENABLE_PATH) != 1)
+		return "net.visock.enable is not 1";
+	if (hu_proc_get("rdma_devices") <= 0)
+		return "no RDMA device";
+	return "";
+}
+
 void hu_need_rdma(struct vt_ctx *c)
 {
-	const char *why = "";
+	const char *why = hu_rdma_missing(c);
 
-	if (c->family != VT_FAMILY_VISOCK)
-		why = "family inet: needs AF_VISOCK";
-	else if (c->loopback)
-		why = "both halves on one host: loopback connections do not use RDMA";
-	else if (hu_read_ll(HU_ENABLE_PATH) < 0)
-		why = "visock is not loaded";
-	else if (hu_read_ll(HU_ENABLE_PATH) != 1)
-		why = "net.visock.enable is not 1";
-	else if (hu_proc_get("rdma_devices") <= 0)
-		why = "no RDMA device";
 	vt_agree(c, !*why, why);
 }
 
@@ -183,4 +294,28 @@ void hu_expect_rdma(int fd, const char *what, struct visock_info *vi)
 	vt_assert(vi->vi_rbuf_size && vi->vi_peer_rbuf_size,
 		  "%s: ring sizes %u/%u", what, vi->vi_rbuf_size,
 		  vi->vi_peer_rbuf_size);
+}
+
+const char *hu_visockctl_path(void)
+{
+	static char path[512];
+	const char *env = getenv("VISOCKCTL");
+	const char *src = getenv("VISOCK_SRC");
+
+	if (env && *env)
+		return env;
+	if (src && *src) {
+		snprintf(path, sizeof(path), "%s/tools/visock/visockctl", src);
+		if (!access(path, X_OK))
+			return path;
+	}
+	return "visockctl";
+}
+
+unsigned long hu_sock_ino(int fd)
+{
+	struct stat st;
+
+	vt_try(fstat(fd, &st), "fstat");
+	return (unsigned long)st.st_ino;
 }

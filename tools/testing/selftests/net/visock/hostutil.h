@@ -49,11 +49,51 @@ extern const char *const hu_fb_names[];
 /* The fallback counters, v[1..HU_NFB-1] (fails the test if absent). */
 void hu_fb_snap(long long *v);
 
+/*
+ * net.visock sysctls a program changes: read when it starts
+ * (hu_sysctls_save()), put back by its cleanup hook
+ * (hu_sysctls_restore()) after every test half, however it ended.
+ */
+struct hu_saved_sysctl {
+	const char *name;	/* below /proc/sys/net/visock/ */
+	long long val;		/* -1: could not be read, left alone */
+};
+
+void hu_sysctls_save(struct hu_saved_sysctl *s, size_t n);
+/* Only writes what differs; never fails the test (cleanup hooks). */
+void hu_sysctls_restore(const struct hu_saved_sysctl *s, size_t n);
+/* net.visock.@name, -1 if it cannot be read. */
+long long hu_sysctl(const char *name);
+/* Set net.visock.@name, failing the test if it cannot. */
+void hu_sysctl_set(const char *name, long long val);
+
+/* The module's fault points (debugfs visock/fault/). */
+#define HU_FAULT_DIR	HU_DEBUGFS_DIR "fault/"
+/* The fault points are there (mounting debugfs if needed). */
+bool hu_fault_ready(void);
+/* Faults injected at @point since the module was loaded. */
+long long hu_fault_injected(const char *point);
+/* Arm @point for its next @times calls; fails the test if it cannot. */
+void hu_fault_arm(const char *point, int times);
+void hu_fault_disarm(void);
+
+/*
+ * Why both hosts cannot run an RDMA data path test ("" if they can),
+ * for programs that add checks of their own before vt_agree().
+ */
+const char *hu_rdma_missing(const struct vt_ctx *c);
 /* Both halves: skip unless both hosts can run an RDMA data path test. */
 void hu_need_rdma(struct vt_ctx *c);
 /* VISOCK_INFO of @fd (the whole structure). */
 void hu_get_info(int fd, struct visock_info *vi);
 /* @fd must be in RDMA mode with rings on both ends; @vi may be NULL. */
 void hu_expect_rdma(int fd, const char *what, struct visock_info *vi);
+/* Name of fallback reason @r, "?" if unknown. */
+const char *hu_fb_name(unsigned int r);
+
+/* visockctl: $VISOCKCTL, the source tree's ($VISOCK_SRC), or PATH's. */
+const char *hu_visockctl_path(void);
+/* Inode number of socket @fd, as visockctl lists it. */
+unsigned long hu_sock_ino(int fd);
 
 #endif /* VISOCK_SELFTEST_HOSTUTIL_H */

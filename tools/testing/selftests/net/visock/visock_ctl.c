@@ -69,6 +69,7 @@
 #include <linux/visock.h>
 
 #include "harness.h"
+#include "hostutil.h"
 #include "ktap.h"
 #include "sockutil.h"
 
@@ -131,22 +132,6 @@ static void ctl_cleanup(const struct vt_ctx *c)
 
 /* ---- running visockctl ---- */
 
-static const char *ctl_bin(void)
-{
-	static char path[512];
-	const char *env = getenv("VISOCKCTL");
-	const char *src = getenv("VISOCK_SRC");
-
-	if (env && *env)
-		return env;
-	if (src && *src) {
-		snprintf(path, sizeof(path), "%s/tools/visock/visockctl", src);
-		if (!access(path, X_OK))
-			return path;
-	}
-	return "visockctl";
-}
-
 /* Run visockctl with @args; its output (stdout and stderr) in @out. */
 static int run_ctl_status(char *out, size_t size, const char *args)
 {
@@ -155,7 +140,7 @@ static int run_ctl_status(char *out, size_t size, const char *args)
 	FILE *f;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", ctl_bin(), args);
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", hu_visockctl_path(), args);
 	f = popen(cmd, "r");
 	vt_assert(f, "popen(%s): %s", cmd, strerror(errno));
 	while (len + 1 < size) {
@@ -260,14 +245,6 @@ static unsigned int json_count(const char *out)
 
 /* ---- sockets ---- */
 
-static unsigned long sock_ino(int fd)
-{
-	struct stat st;
-
-	vt_try(fstat(fd, &st), "fstat");
-	return st.st_ino;
-}
-
 static int local_port(int fd)
 {
 	struct sockaddr_in sin;
@@ -319,7 +296,7 @@ static void check_sock_line(const char *out, const struct conn *k,
 			    bool sender, const char *reason)
 {
 	unsigned long long sent, rcvd, tsent, trcvd, n = k->bytes;
-	unsigned long ino = sock_ino(k->fd);
+	unsigned long ino = hu_sock_ino(k->fd);
 	char mode[32], fb[32], local[96], peer[96], want[96];
 	const char *line = json_find(out, "inode", ino);
 
@@ -496,9 +473,9 @@ static void check_links(const struct conn *k, unsigned int n)
 		vt_try(getsockopt(k[i].fd, SOL_VISOCK, VISOCK_INFO, &vi, &len),
 		       "getsockopt(VISOCK_INFO)");
 		mode_qpn = vi.vi_local_qpn;
-		line = json_find(out, "inode", sock_ino(k[i].fd));
+		line = json_find(out, "inode", hu_sock_ino(k[i].fd));
 		vt_assert(line, "links: no link of inode %lu:\n%.1500s",
-			  sock_ino(k[i].fd), out);
+			  hu_sock_ino(k[i].fd), out);
 		vt_assert(json_num(line, "qpn") == mode_qpn &&
 			  json_num(line, "peer_qpn") == vi.vi_peer_qpn,
 			  "links: qpn %llu/%llu, VISOCK_INFO says %u/%u",
@@ -533,10 +510,10 @@ static void check_sockets(struct conn *k, unsigned int n, bool client,
 
 	out = run_ctl("sockets --rdma --json");
 	for (i = 0; i < n; i++) {
-		bool listed = json_find(out, "inode", sock_ino(k[i].fd));
+		bool listed = json_find(out, "inode", hu_sock_ino(k[i].fd));
 
 		vt_assert(listed == k[i].rdma, "sockets --rdma: inode %lu %s",
-			  sock_ino(k[i].fd), listed ? "listed" : "missing");
+			  hu_sock_ino(k[i].fd), listed ? "listed" : "missing");
 		nr += k[i].rdma;
 	}
 	vt_assert(json_count(out) == nr, "sockets --rdma: %u listed, %u expected",
@@ -545,10 +522,10 @@ static void check_sockets(struct conn *k, unsigned int n, bool client,
 
 	out = run_ctl("sockets --tcp --json");
 	for (i = 0; i < n; i++) {
-		bool listed = json_find(out, "inode", sock_ino(k[i].fd));
+		bool listed = json_find(out, "inode", hu_sock_ino(k[i].fd));
 
 		vt_assert(listed == !k[i].rdma, "sockets --tcp: inode %lu %s",
-			  sock_ino(k[i].fd), listed ? "listed" : "missing");
+			  hu_sock_ino(k[i].fd), listed ? "listed" : "missing");
 		nf += !k[i].rdma;
 	}
 	vt_assert(json_count(out) == nf, "sockets --tcp: %u listed, %u expected",
@@ -565,9 +542,9 @@ static void check_sockets(struct conn *k, unsigned int n, bool client,
 		 port == 65535 ? 1 : port + 1);
 	out = run_ctl(args);
 	for (i = 0; i < n; i++)
-		vt_assert(!json_find(out, "inode", sock_ino(k[i].fd)) ||
+		vt_assert(!json_find(out, "inode", hu_sock_ino(k[i].fd)) ||
 			  k[i].cport == (port == 65535 ? 1 : port + 1),
-			  "%s lists inode %lu", args, sock_ino(k[i].fd));
+			  "%s lists inode %lu", args, hu_sock_ino(k[i].fd));
 	free(out);
 
 	if (lfd >= 0) {
@@ -575,7 +552,7 @@ static void check_sockets(struct conn *k, unsigned int n, bool client,
 		char state[32];
 
 		out = run_ctl("sockets -l --json");
-		line = json_find(out, "inode", sock_ino(lfd));
+		line = json_find(out, "inode", hu_sock_ino(lfd));
 		vt_assert(line, "sockets -l: listener not listed:\n%.1000s",
 			  out);
 		json_str(line, "state", state, sizeof(state));
@@ -891,7 +868,7 @@ static void netns_by_name(pid_t pid, const unsigned long *ino)
 {
 	char name[64], path[128], src[64], args[160], why[2048] = "";
 	int lfd = su_listen(VT_FAMILY_VISOCK, false, 4, 0);
-	unsigned long here = sock_ino(lfd);
+	unsigned long here = hu_sock_ino(lfd);
 	char *out;
 	int fd, i;
 
@@ -1114,7 +1091,7 @@ static void links_peers(struct vt_ctx *c)
 	for (i = 0; i < n; i++) {
 		if (!k[i].rdma)
 			continue;
-		line = json_find(out, "inode", sock_ino(k[i].fd));
+		line = json_find(out, "inode", hu_sock_ino(k[i].fd));
 		json_str(line, "peer_gid", gid, sizeof(gid));
 		vt_assert(strcmp(gid, "::") && strchr(gid, ':'),
 			  "links: no peer GID: %.300s", line);
@@ -1144,7 +1121,7 @@ static void links_peers(struct vt_ctx *c)
 /* Start `visockctl monitor --json` with its output in @file. */
 static pid_t monitor_start(const char *file)
 {
-	const char *bin = ctl_bin();
+	const char *bin = hu_visockctl_path();
 	unsigned int i;
 	pid_t pid;
 	int fd;
@@ -1340,10 +1317,10 @@ static void expect_set(const char *args, const int *fds, const bool *want,
 	snprintf(cmd, sizeof(cmd), "sockets %s --json", args);
 	out = run_ctl(cmd);
 	for (i = 0; i < n; i++) {
-		bool listed = json_find(out, "inode", sock_ino(fds[i]));
+		bool listed = json_find(out, "inode", hu_sock_ino(fds[i]));
 
 		vt_assert(listed == want[i], "%s: connection %u (inode %lu) %s:\n%.1500s",
-			  cmd, i, sock_ino(fds[i]),
+			  cmd, i, hu_sock_ino(fds[i]),
 			  listed ? "listed" : "missing", out);
 		nw += want[i];
 	}

@@ -90,7 +90,6 @@
 #define XFER_LEN	(256 * KiB)
 #define ENABLE_PATH	"/proc/sys/net/visock/enable"
 #define SYSCTL_DIR	"/proc/sys/net/visock/"
-#define PROC_PATH	"/proc/net/visock"
 #define DEBUGFS_DIR	"/sys/kernel/debug"
 #define FAULT_DIR	DEBUGFS_DIR "/visock/fault/"
 #define WAIT_MS		30000		/* something the peer owes */
@@ -155,8 +154,6 @@ static const struct fcase fcases[] = {
 	{ "dev_rtr_server", "dev_rtr", true, FK_SETUP, NOMEM },
 };
 
-#define NCASES	ARRAY_SIZE(fcases)
-
 /* Device points: an allocation under this function fails (failslab). */
 static const char *dev_func(const struct fcase *fc)
 {
@@ -177,11 +174,6 @@ static int write_str(const char *path, const char *val)
 		ret = -1;
 	close(fd);
 	return ret;
-}
-
-static const char *fb_name(unsigned int r)
-{
-	return r < HU_NFB ? hu_fb_names[r] : "?";
 }
 
 /* Fallbacks since @v0; their reasons into @buf. */
@@ -206,32 +198,12 @@ static long long fb_since(const long long *v0, char *buf, size_t size)
 
 /* ---- sysctls, restored after every test half ---- */
 
-static const char *const saved_names[] = {
-	"lgr_max_links", "lgr_link_conns", "lgr_idle_ms", "lazy_bytes",
+static struct hu_saved_sysctl saved[] = {
+	{ "lgr_max_links", -1 }, { "lgr_link_conns", -1 },
+	{ "lgr_idle_ms", -1 }, { "lazy_bytes", -1 },
 };
 
-#define NSAVED	ARRAY_SIZE(saved_names)
-
-static long long saved_vals[NSAVED] = { -1, -1, -1, -1 };
-
-static void save_sysctls(void)
-{
-	char path[128];
-	unsigned int i;
-
-	for (i = 0; i < NSAVED; i++) {
-		snprintf(path, sizeof(path), SYSCTL_DIR "%s", saved_names[i]);
-		saved_vals[i] = hu_read_ll(path);
-	}
-}
-
-static void sysctl_set(const char *name, long long val)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), SYSCTL_DIR "%s", name);
-	hu_set_ll(path, val);
-}
+#define SAVED_LAZY	3	/* saved[] index of lazy_bytes */
 
 static void fi_restore(void);
 static int rc_qps(void);
@@ -242,101 +214,26 @@ static long long dev_disarm(void);
 /* Cleanup hook (runner process): disarm, restore the sysctls. */
 static void cleanup(const struct vt_ctx *c)
 {
-	char path[128], buf[32];
-	unsigned int i;
-
 	(void)c;
 	fi_restore();
 	write_str(FAULT_DIR "point", "none\n");
 	write_str(FAULT_DIR "times", "0\n");
 	write_str(FAULT_DIR "skip", "0\n");
-	for (i = 0; i < NSAVED; i++) {
-		if (saved_vals[i] < 0)
-			continue;
-		snprintf(path, sizeof(path), SYSCTL_DIR "%s", saved_names[i]);
-		snprintf(buf, sizeof(buf), "%lld\n", saved_vals[i]);
-		if (write_str(path, buf))
-			fprintf(stderr, "# restoring %s failed\n", path);
-	}
+	hu_sysctls_restore(saved, ARRAY_SIZE(saved));
 }
 
 /* ---- fault control ---- */
 
-static bool fault_present(void)
-{
-	if (access(FAULT_DIR "point", W_OK))
-		mount("debugfs", DEBUGFS_DIR, "debugfs", 0, NULL);
-	return !access(FAULT_DIR "point", W_OK);
-}
-
-/* Faults injected at @point since the module was loaded. */
-static long long fault_injected(const char *point)
-{
-	char line[128], name[64];
-	long long val = -1, v;
-	FILE *f;
-
-	f = fopen(FAULT_DIR "injected", "re");
-	vt_assert(f, "%s: %s", FAULT_DIR "injected", strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%63s %lld", name, &v) == 2 &&
-		    !strcmp(name, point)) {
-			val = v;
-			break;
-		}
-	}
-	fclose(f);
-	vt_assert(val >= 0, "no fault point %s in %s", point,
-		  FAULT_DIR "injected");
-	return val;
-}
-
-static void fault_arm(const char *point, int times)
-{
-	char buf[64];
-
-	hu_set_ll(FAULT_DIR "skip", 0);
-	hu_set_ll(FAULT_DIR "times", times);
-	snprintf(buf, sizeof(buf), "%s\n", point);
-	vt_assert(!write_str(FAULT_DIR "point", buf), "arming %s: %s",
-		  point, strerror(errno));
-}
-
-static void fault_disarm(void)
-{
-	vt_assert(!write_str(FAULT_DIR "point", "none\n"), "disarming: %s",
-		  strerror(errno));
-	hu_set_ll(FAULT_DIR "times", 0);
-}
-
 /* ---- connections ---- */
 
+/* hu_need_rdma(), and the module's fault points must be there. */
 static void need_rdma(struct vt_ctx *c)
 {
-	const char *why = "";
+	const char *why = hu_rdma_missing(c);
 
-	if (c->family != VT_FAMILY_VISOCK)
-		why = "family inet: needs AF_VISOCK";
-	else if (c->loopback)
-		why = "both halves on one host: loopback connections do not use RDMA";
-	else if (hu_read_ll(ENABLE_PATH) < 0)
-		why = "visock is not loaded";
-	else if (hu_read_ll(ENABLE_PATH) != 1)
-		why = "net.visock.enable is not 1";
-	else if (hu_proc("rdma_devices") < 1)
-		why = "no RDMA device";
-	else if (!fault_present())
+	if (!*why && !hu_fault_ready())
 		why = "no " FAULT_DIR " (debugfs fault points)";
 	vt_agree(c, !*why, why);
-}
-
-static void get_info(int fd, struct visock_info *vi)
-{
-	socklen_t len = sizeof(*vi);
-
-	memset(vi, 0, sizeof(*vi));
-	vt_try(getsockopt(fd, SOL_VISOCK, VISOCK_INFO, vi, &len),
-	       "getsockopt(VISOCK_INFO)");
 }
 
 /* Wait for the handshake of @fd to end; its info into @vi. */
@@ -345,7 +242,7 @@ static void settled_info(int fd, struct visock_info *vi)
 	long long end = ctl_now_ms() + (long long)WAIT_MS * vt_time_scale;
 
 	for (;;) {
-		get_info(fd, vi);
+		hu_get_info(fd, vi);
 		if (vi->vi_mode != VISOCK_MODE_INIT &&
 		    vi->vi_mode != VISOCK_MODE_HANDSHAKE)
 			return;
@@ -363,7 +260,7 @@ static void expect_rdma(int fd, const char *what)
 	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA &&
 		  !(vi.vi_flags & VISOCK_INFO_F_FAILOVER),
 		  "%s: mode %u, fallback reason %s, flags %#x: expected RDMA",
-		  what, vi.vi_mode, fb_name(vi.vi_fallback_reason),
+		  what, vi.vi_mode, hu_fb_name(vi.vi_fallback_reason),
 		  vi.vi_flags);
 }
 
@@ -374,15 +271,26 @@ static int pair(struct vt_ctx *c, int port, int lfd)
 				 su_accept(lfd, SOCK_CLOEXEC);
 }
 
-static const struct fcase *find_case(const struct vt_ctx *c)
+/*
+ * The row of @tab (@n rows of @size bytes, each starting with its test
+ * name) of the running test; fails the test if there is none.
+ */
+static const void *case_row(const struct vt_ctx *c, const void *tab,
+			    size_t n, size_t size, const char *kind)
 {
-	unsigned int i;
+	const char *row = tab;
+	size_t i;
 
-	for (i = 0; i < NCASES; i++)
-		if (!strcmp(c->test->name, fcases[i].name))
-			return &fcases[i];
-	vt_fail("no fault case %s", c->test->name);
+	for (i = 0; i < n; i++, row += size)
+		if (!strcmp(c->test->name, *(const char *const *)row))
+			return row;
+	vt_fail("no %s case %s", kind, c->test->name);
 }
+
+/* The row of case table @tab (its first member: the name) of the test. */
+#define find_case(c, tab, kind)						\
+	((const typeof((tab)[0]) *)case_row(c, tab, ARRAY_SIZE(tab),	\
+					    sizeof((tab)[0]), kind))
 
 /* Client, child_alloc: B's connect() or first read must fail or see EOF. */
 static void dropped_connect(struct vt_ctx *c, int port)
@@ -425,7 +333,7 @@ static void read_stream(int fd, uint64_t len)
 
 static void fault_case(struct vt_ctx *c)
 {
-	const struct fcase *fc = find_case(c);
+	const struct fcase *fc = find_case(c, fcases, "fault");
 	bool mine = fc->server != vt_is_client(c);
 	long long inj0 = 0, inj = 0, fo0, fo, fb0[HU_NFB], nfb, end;
 	int fds[3] = { -1, -1, -1 }, nx = 0, lfd = -1, port = 0, a, b, cc;
@@ -436,9 +344,9 @@ static void fault_case(struct vt_ctx *c)
 	need_rdma(c);
 	if (dev_func(fc))
 		dev_need(c, dev_func(fc));
-	sysctl_set("lgr_link_conns", 1);
-	sysctl_set("lgr_max_links", 8);
-	sysctl_set("lgr_idle_ms", 0);
+	hu_sysctl_set("lgr_link_conns", 1);
+	hu_sysctl_set("lgr_max_links", 8);
+	hu_sysctl_set("lgr_idle_ms", 0);
 	vt_assert(hu_proc_wait("qps", 0, WAIT_MS) == 0,
 		  "%lld QPs left from before", hu_proc("qps"));
 	hu_fb_snap(fb0);
@@ -464,8 +372,8 @@ static void fault_case(struct vt_ctx *c)
 	if (mine && dev_func(fc)) {
 		dev_arm(dev_func(fc));
 	} else if (mine && fc->kind != FK_CLOSE) {
-		inj0 = fault_injected(fc->point);
-		fault_arm(fc->point, 1);
+		inj0 = hu_fault_injected(fc->point);
+		hu_fault_arm(fc->point, 1);
 	}
 	vt_sync(c, "armed");
 	switch (fc->kind) {
@@ -489,8 +397,8 @@ static void fault_case(struct vt_ctx *c)
 		if (vt_is_client(c)) {
 			pl_send(b, XFER_LEN);
 			vt_sync(c, "all read");
-			inj0 = fault_injected(fc->point);
-			fault_arm(fc->point, 1);
+			inj0 = hu_fault_injected(fc->point);
+			hu_fault_arm(fc->point, 1);
 			close(b);
 		} else {
 			read_stream(b, XFER_LEN);
@@ -505,8 +413,8 @@ static void fault_case(struct vt_ctx *c)
 	if (mine && dev_func(fc)) {
 		inj = dev_disarm();
 	} else if (mine) {
-		fault_disarm();
-		inj = fault_injected(fc->point) - inj0;
+		hu_fault_disarm();
+		inj = hu_fault_injected(fc->point) - inj0;
 	}
 
 	/* What happened to B. */
@@ -518,11 +426,11 @@ static void fault_case(struct vt_ctx *c)
 			  vi.vi_mode, fc->point);
 		vt_assert(vi.vi_fallback_reason == want,
 			  "B: fallback reason %s, expected %s",
-			  fb_name(vi.vi_fallback_reason), fb_name(want));
+			  hu_fb_name(vi.vi_fallback_reason), hu_fb_name(want));
 		vt_diag("B: TCP, fallback reason %s",
-			fb_name(vi.vi_fallback_reason));
+			hu_fb_name(vi.vi_fallback_reason));
 	} else if (fc->kind == FK_DATA) {
-		get_info(b, &vi);
+		hu_get_info(b, &vi);
 		vt_diag("B: mode %u, flags %#x, rdma_state %u", vi.vi_mode,
 			vi.vi_flags, vi.vi_rdma_state);
 		vt_assert((vi.vi_flags & VISOCK_INFO_F_FAILOVER) &&
@@ -848,7 +756,7 @@ static void netns_del(struct vt_ctx *c)
 	vt_diag("module refcnt %lld before, %lld with 4 sockets in the namespace",
 		ref0, hu_read_ll(MODREF_PATH));
 	vt_diag("the loopback connection's fallback reason: %s",
-		fb_name((unsigned char)ch));
+		hu_fb_name((unsigned char)ch));
 	vt_assert(ref0 >= 0, "cannot read " MODREF_PATH);
 	vt_assert(!run_cmd("ip netns del " NS_NAME), "ip netns del failed");
 	vt_assert(write(down[1], &ch, 1) == 1, "pipe: %s", strerror(errno));
@@ -933,8 +841,6 @@ static const struct acase acases[] = {
 	{ "alloc_page_all", AF_PAGE, AP_ALL, 20, 32 },
 	{ "alloc_both_all", AF_SLAB | AF_PAGE, AP_ALL, 10, 32 },
 };
-
-#define NACASES	ARRAY_SIZE(acases)
 
 /* The files of a fault attribute that a campaign sets. */
 static const char *const fi_files[] = {
@@ -1681,7 +1587,7 @@ static void a_round(struct vt_ctx *c, struct afi *fi, struct astats *st)
 		close(lfd);
 	fi_disarm(fi);
 	for (i = 0; i < n; i++)
-		get_info(cs[i].fd, &cs[i].vi);
+		hu_get_info(cs[i].fd, &cs[i].vi);
 	vt_sync(c, "set up");
 
 	fi_phase_on(fi, AP_DATA);
@@ -1689,7 +1595,7 @@ static void a_round(struct vt_ctx *c, struct afi *fi, struct astats *st)
 	fi_disarm(fi);
 	for (i = 0; i < n; i++)
 		if (cs[i].fd >= 0)
-			get_info(cs[i].fd, &cs[i].vi);
+			hu_get_info(cs[i].fd, &cs[i].vi);
 	a_judge(c, cs, n, st);
 	vt_sync(c, "judged");
 
@@ -1723,26 +1629,16 @@ static int rc_qps(void)
 	return pclose(f) ? -1 : n;
 }
 
-static const struct acase *find_acase(const struct vt_ctx *c)
-{
-	unsigned int i;
-
-	for (i = 0; i < NACASES; i++)
-		if (!strcmp(c->test->name, acases[i].name))
-			return &acases[i];
-	vt_fail("no allocation case %s", c->test->name);
-}
-
 static void alloc_case(struct vt_ctx *c)
 {
-	struct afi fi = { .ac = find_acase(c) };
+	struct afi fi = { .ac = find_case(c, acases, "allocation") };
 	struct astats st = { .conns = 0 };
 	long long sockets0, fb0[HU_NFB], nfb, fo0, inj, end;
 	int r, fd, lfd = -1, port = 0, nqp;
 	char why[256];
 
 	need_fi(c, fi.ac->attrs);
-	sysctl_set("lgr_idle_ms", 0);
+	hu_sysctl_set("lgr_idle_ms", 0);
 	vt_assert(hu_proc_wait("qps", 0, WAIT_MS) == 0,
 		  "%lld QPs left from before", hu_proc("qps"));
 	vt_assert(hu_proc_wait("sockets_closing", 0, WAIT_MS) == 0,
@@ -1856,30 +1752,25 @@ static const struct lcase lcases[] = {
  */
 static void lazy_fault(struct vt_ctx *c)
 {
-	const struct lcase *lc = NULL;
+	const struct lcase *lc = find_case(c, lcases, "lazy fault");
 	long long inj0 = 0, reset, aborted;
 	int lfd = -1, port = 0, keeper, fd;
 	struct visock_info vi;
-	unsigned int i;
 	bool mine;
 
-	for (i = 0; i < ARRAY_SIZE(lcases); i++)
-		if (!strcmp(c->test->name, lcases[i].name))
-			lc = &lcases[i];
-	vt_assert(lc, "no lazy fault case %s", c->test->name);
 	mine = lc->server != vt_is_client(c);
 	need_rdma(c);
-	sysctl_set("lgr_idle_ms", 0);
+	hu_sysctl_set("lgr_idle_ms", 0);
 	vt_assert(hu_proc_wait("qps", 0, WAIT_MS) == 0,
 		  "%lld QPs left from before", hu_proc("qps"));
-	sysctl_set("lazy_bytes", LAZY_L);
+	hu_sysctl_set("lazy_bytes", LAZY_L);
 	vt_sync(c, "lazy_bytes set");
 	if (vt_is_client(c)) {
 		port = su_recv_port(c);
 		/* The keeper sets up the QP: it proposes no lazy start. */
-		sysctl_set("lazy_bytes", 0);
+		hu_sysctl_set("lazy_bytes", 0);
 		keeper = su_connect(c, VT_FAMILY_VISOCK, false, port);
-		sysctl_set("lazy_bytes", LAZY_L);
+		hu_sysctl_set("lazy_bytes", LAZY_L);
 	} else {
 		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
 		su_send_port(c, lfd);
@@ -1889,25 +1780,25 @@ static void lazy_fault(struct vt_ctx *c)
 	reset = hu_proc("lazy_switch_reset");
 	aborted = hu_proc("handshakes_aborted");
 	if (mine) {
-		inj0 = fault_injected(lc->point);
-		fault_arm(lc->point, 1);
+		inj0 = hu_fault_injected(lc->point);
+		hu_fault_arm(lc->point, 1);
 	}
 	vt_sync(c, "armed");
 
 	fd = pair(c, port, lfd);
-	get_info(fd, &vi);
+	hu_get_info(fd, &vi);
 	vt_assert(vi.vi_flags & VISOCK_INFO_F_LAZY,
 		  "no lazy start (flags %#x, mode %u)", vi.vi_flags, vi.vi_mode);
 	su_xfer(&fd, 1, LAZY_XFER, XFER_MS);
-	get_info(fd, &vi);
+	hu_get_info(fd, &vi);
 	vt_diag("after 1 MiB each way: mode %u, fallback reason %u",
 		vi.vi_mode, vi.vi_fallback_reason);
 	vt_assert(vi.vi_mode == VISOCK_MODE_TCP ||
 		  vi.vi_mode == VISOCK_MODE_RDMA,
 		  "mode %u after the switch", vi.vi_mode);
 	if (mine) {
-		fault_disarm();
-		vt_assert(fault_injected(lc->point) > inj0,
+		hu_fault_disarm();
+		vt_assert(hu_fault_injected(lc->point) > inj0,
 			  "the fault at %s never fired", lc->point);
 	}
 	vt_assert(hu_proc("lazy_switch_reset") == reset &&
@@ -1920,7 +1811,7 @@ static void lazy_fault(struct vt_ctx *c)
 	close(keeper);
 	if (lfd >= 0)
 		close(lfd);
-	sysctl_set("lazy_bytes", saved_vals[3] > 0 ? saved_vals[3] : 0);
+	hu_sysctl_set("lazy_bytes", saved[SAVED_LAZY].val > 0 ? saved[SAVED_LAZY].val : 0);
 	vt_sync(c, "done");
 }
 
@@ -1992,7 +1883,7 @@ static const struct vt_test tests[] = {
 
 int main(int argc, char **argv)
 {
-	save_sysctls();
+	hu_sysctls_save(saved, ARRAY_SIZE(saved));
 	fi_save();
 	vt_set_cleanup(cleanup);
 	return vt_main(argc, argv, "visock_fault", tests, ARRAY_SIZE(tests));

@@ -114,31 +114,10 @@ static long long fb_report(const char *what, const long long *v0)
  * the cleanup hook (in the runner process) after every test half,
  * however it ended.
  */
-static const char *const saved_names[] = {
-	"lgr_max_links", "lgr_link_conns", "lgr_idle_ms", "lgr_mem_max_mb",
-	"lazy_bytes",
+static struct hu_saved_sysctl saved[] = {
+	{ "lgr_max_links", -1 }, { "lgr_link_conns", -1 },
+	{ "lgr_idle_ms", -1 }, { "lgr_mem_max_mb", -1 }, { "lazy_bytes", -1 },
 };
-
-static long long saved_vals[ARRAY_SIZE(saved_names)] = { -1, -1, -1, -1, -1 };
-
-static void save_sysctls(void)
-{
-	char path[128];
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(saved_names); i++) {
-		snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", saved_names[i]);
-		saved_vals[i] = hu_read_ll(path);
-	}
-}
-
-static void sysctl_set(const char *name, long long val)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", name);
-	hu_set_ll(path, val);
-}
 
 static long long sysctl_get(const char *name)
 {
@@ -153,17 +132,8 @@ static long long sysctl_get(const char *name)
 
 static void restore_sysctls(const struct vt_ctx *c)
 {
-	char path[128];
-	unsigned int i;
-
 	(void)c;
-	for (i = 0; i < ARRAY_SIZE(saved_names); i++) {
-		if (saved_vals[i] < 0)
-			continue;
-		snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", saved_names[i]);
-		if (hu_write_ll(path, saved_vals[i]))
-			fprintf(stderr, "# restoring %s failed\n", path);
-	}
+	hu_sysctls_restore(saved, ARRAY_SIZE(saved));
 	if (hu_read_ll(HU_DEBUGFS_DIR "cdc_inject") > 0)
 		hu_write_ll(HU_DEBUGFS_DIR "cdc_inject", 0);
 	if (hu_read_ll(HU_DEBUGFS_DIR "mute_end_flags") > 0)
@@ -248,7 +218,7 @@ static void settle(struct vt_ctx *c)
 	int fd;
 
 	vt_sync(c, "no QP left: start");
-	sysctl_set("lgr_idle_ms", 0);
+	hu_sysctl_set("lgr_idle_ms", 0);
 	vt_sync(c, "no QP left: set");
 	fd = su_pair(c);
 	close(fd);
@@ -484,7 +454,7 @@ static void churn(struct vt_ctx *c)
 
 	hu_need_rdma(c);
 	/* As on a busy host: the QPs stay between the cycles. */
-	sysctl_set("lgr_idle_ms", 10000);
+	hu_sysctl_set("lgr_idle_ms", 10000);
 	vt_sync(c, "set");
 	hu_fb_snap(fb0);
 	rdma0 = hu_proc("connections_rdma");
@@ -519,7 +489,7 @@ static void churn(struct vt_ctx *c)
 		  hu_proc("lgr_connections"));
 	vt_sync(c, "closed");
 	/* Then the QPs go, and with them every ring they pooled. */
-	sysctl_set("lgr_idle_ms", 200);
+	hu_sysctl_set("lgr_idle_ms", 200);
 	qps = hu_proc_wait("qps", 0, 60000);
 	mem = hu_proc_wait("registered_bytes", 0, 5000);
 	vt_diag("afterwards: qps %lld, registered_bytes %lld, lgr_stale_dropped %lld",
@@ -545,11 +515,11 @@ static void idle_one_end_first(struct vt_ctx *c, long long client_ms,
 
 	hu_need_rdma(c);
 	/* QPs of earlier tests (lingering connections keep one <= 30 s). */
-	sysctl_set("lgr_idle_ms", 0);
+	hu_sysctl_set("lgr_idle_ms", 0);
 	vt_assert(hu_proc_wait("qps", 0, 40000) == 0,
 		  "%lld QPs of earlier tests left", hu_proc("qps"));
 	vt_sync(c, "no QP");
-	sysctl_set("lgr_idle_ms", vt_is_client(c) ? client_ms : server_ms);
+	hu_sysctl_set("lgr_idle_ms", vt_is_client(c) ? client_ms : server_ms);
 	vt_sync(c, "set");
 	created0 = hu_proc("lgr_qps_created");
 	destroyed0 = hu_proc("lgr_qps_destroyed");
@@ -611,7 +581,7 @@ static void idle_race(struct vt_ctx *c)
 	hu_need_rdma(c);
 	hu_fb_snap(fb0);
 	/* Every QP goes the moment its last connection closes. */
-	sysctl_set("lgr_idle_ms", 0);
+	hu_sysctl_set("lgr_idle_ms", 0);
 	vt_sync(c, "set");
 	for (i = 0; i < NRACE; i++) {
 		fd = su_pair(c);
@@ -702,7 +672,7 @@ static void pool_reuse(struct vt_ctx *c)
 
 	hu_need_rdma(c);
 	/* Keep the QP, and with it the pool, between the connections. */
-	sysctl_set("lgr_idle_ms", 60000);
+	hu_sysctl_set("lgr_idle_ms", 60000);
 	vt_sync(c, "set");
 	fd = su_pair(c);
 	hu_expect_rdma(fd, "first connection", NULL);
@@ -758,15 +728,15 @@ static void limit_restore(const struct limit_case *lc)
 	unsigned int i, j;
 
 	for (i = 0; i < 2 && lc->sysctl[i].name; i++)
-		for (j = 0; j < ARRAY_SIZE(saved_names); j++)
-			if (!strcmp(lc->sysctl[i].name, saved_names[j]))
-				sysctl_set(saved_names[j], saved_vals[j]);
+		for (j = 0; j < ARRAY_SIZE(saved); j++)
+			if (!strcmp(lc->sysctl[i].name, saved[j].name))
+				hu_sysctl_set(saved[j].name, saved[j].val);
 }
 
 /* Client: no QP and no ring left from earlier tests. */
 static void fresh_group(void)
 {
-	sysctl_set("lgr_idle_ms", 0);
+	hu_sysctl_set("lgr_idle_ms", 0);
 	vt_assert(hu_proc_wait("qps", 0, 30000) == 0, "%lld QPs left",
 		  hu_proc("qps"));
 	vt_assert(hu_proc_wait("registered_bytes", 0, 5000) == 0,
@@ -785,8 +755,8 @@ static int limit_run(struct vt_ctx *c, const struct limit_case *lc, int *fb)
 	if (vt_is_client(c)) {
 		fresh_group();
 		for (i = 0; i < 2 && lc->sysctl[i].name; i++)
-			sysctl_set(lc->sysctl[i].name, lc->sysctl[i].val);
-		sysctl_set("lgr_idle_ms", 10000);
+			hu_sysctl_set(lc->sysctl[i].name, lc->sysctl[i].val);
+		hu_sysctl_set("lgr_idle_ms", 10000);
 		vt_sync(c, "prepared");
 		port = su_recv_port(c);
 		fds = calloc(lc->n, sizeof(*fds));
@@ -1047,8 +1017,8 @@ static void cdc_reset(struct vt_ctx *c, int mode, const char *what)
 	need_cdc_hook(c);
 	if (vt_is_client(c)) {
 		fresh_group();
-		sysctl_set("lgr_max_links", 1);
-		sysctl_set("lgr_idle_ms", 10000);
+		hu_sysctl_set("lgr_max_links", 1);
+		hu_sysctl_set("lgr_idle_ms", 10000);
 	}
 	vt_sync(c, "prepared");
 	fds[0] = su_pair(c);
@@ -1078,7 +1048,7 @@ static void cdc_reset(struct vt_ctx *c, int mode, const char *what)
 	close(fds[0]);
 	close(fds[1]);
 	if (vt_is_client(c))
-		sysctl_set("lgr_max_links", saved_vals[0]);
+		hu_sysctl_set("lgr_max_links", saved[0].val);
 	settle(c);
 }
 
@@ -1178,8 +1148,8 @@ static void linger_drain(struct vt_ctx *c)
 	hu_need_rdma(c);
 	if (vt_is_client(c)) {
 		fresh_group();
-		sysctl_set("lgr_max_links", 1);
-		sysctl_set("lgr_idle_ms", 10000);
+		hu_sysctl_set("lgr_max_links", 1);
+		hu_sysctl_set("lgr_idle_ms", 10000);
 	}
 	vt_sync(c, "prepared");
 	keeper = su_pair(c);
@@ -1218,7 +1188,7 @@ static void linger_drain(struct vt_ctx *c)
 	su_xfer(&keeper, 1, 64 * KiB, XFER_MS);
 	close(keeper);
 	if (vt_is_client(c))
-		sysctl_set("lgr_max_links", saved_vals[0]);
+		hu_sysctl_set("lgr_max_links", saved[0].val);
 	settle(c);
 }
 
@@ -1249,9 +1219,9 @@ static void linger_retire(struct vt_ctx *c)
 		 "no debugfs file visock/mute_end_flags");
 	if (vt_is_client(c)) {
 		fresh_group();
-		sysctl_set("lgr_max_links", 1);
-		sysctl_set("lgr_link_conns", 4);
-		sysctl_set("lgr_idle_ms", 10000);
+		hu_sysctl_set("lgr_max_links", 1);
+		hu_sysctl_set("lgr_link_conns", 4);
+		hu_sysctl_set("lgr_idle_ms", 10000);
 	} else {
 		hu_set_ll(MUTE_PATH, 1);
 	}
@@ -1328,8 +1298,8 @@ static void linger_retire(struct vt_ctx *c)
 	vt_sync(c, "old QP gone");
 	close(fd);
 	if (vt_is_client(c)) {
-		sysctl_set("lgr_max_links", saved_vals[0]);
-		sysctl_set("lgr_link_conns", saved_vals[1]);
+		hu_sysctl_set("lgr_max_links", saved[0].val);
+		hu_sysctl_set("lgr_link_conns", saved[1].val);
 	}
 	settle(c);
 }
@@ -1353,7 +1323,7 @@ static int lazy_begin(struct vt_ctx *c, int *lfd, int *port)
 	hu_need_rdma(c);
 	if (!vt_is_client(c))
 		fresh_group();
-	sysctl_set("lazy_bytes", LAZY_L);
+	hu_sysctl_set("lazy_bytes", LAZY_L);
 	vt_sync(c, "lazy_bytes set");
 	if (vt_is_client(c)) {
 		*lfd = -1;
@@ -1377,7 +1347,7 @@ static void lazy_end(struct vt_ctx *c, int lfd, int keeper)
 	if (lfd >= 0)
 		close(lfd);
 	close(keeper);
-	sysctl_set("lazy_bytes", saved_vals[4] > 0 ? saved_vals[4] : 0);
+	hu_sysctl_set("lazy_bytes", saved[4].val > 0 ? saved[4].val : 0);
 	settle(c);
 }
 
@@ -1511,7 +1481,7 @@ static void lazy_decline(struct vt_ctx *c)
 	/* The server's QP end takes one connection: the keeper. */
 	if (!vt_is_client(c)) {
 		fresh_group();
-		sysctl_set("lgr_link_conns", 1);
+		hu_sysctl_set("lgr_link_conns", 1);
 	}
 	keeper = lazy_begin(c, &lfd, &port);
 	declined = hu_proc("lazy_switch_declined");
@@ -1528,7 +1498,7 @@ static void lazy_decline(struct vt_ctx *c)
 		  hu_proc("lazy_switch_reset") - reset);
 	close(fd);
 	if (!vt_is_client(c))
-		sysctl_set("lgr_link_conns", saved_vals[1]);
+		hu_sysctl_set("lgr_link_conns", saved[1].val);
 	lazy_end(c, lfd, keeper);
 }
 
@@ -1662,8 +1632,8 @@ static void lazy_after_close(struct vt_ctx *c)
 		fresh_group();
 	vt_sync(c, "lac: no QP");
 	/* The QP stays up between the connections. */
-	sysctl_set("lgr_idle_ms", 10000);
-	sysctl_set("lazy_bytes", LAZY_L);
+	hu_sysctl_set("lgr_idle_ms", 10000);
+	hu_sysctl_set("lazy_bytes", LAZY_L);
 	if (vt_is_client(c)) {
 		port = su_recv_port(c);
 	} else {
@@ -1675,9 +1645,9 @@ static void lazy_after_close(struct vt_ctx *c)
 	for (r = 0; r < LAC_ROUNDS; r++) {
 		if (vt_is_client(c)) {
 			/* On the QP: this one proposes no lazy start. */
-			sysctl_set("lazy_bytes", 0);
+			hu_sysctl_set("lazy_bytes", 0);
 			fd = connect_rcvbuf(c, port, 0);
-			sysctl_set("lazy_bytes", LAZY_L);
+			hu_sysctl_set("lazy_bytes", LAZY_L);
 			hu_expect_rdma(fd, "the round trips", NULL);
 			for (i = 0; i < LAC_TRIPS; i++) {
 				memset(msg, r + i, sizeof(msg));
@@ -1712,7 +1682,7 @@ static void lazy_after_close(struct vt_ctx *c)
 	vt_sync(c, "lac: done");
 	if (lfd >= 0)
 		close(lfd);
-	sysctl_set("lazy_bytes", saved_vals[4] > 0 ? saved_vals[4] : 0);
+	hu_sysctl_set("lazy_bytes", saved[4].val > 0 ? saved[4].val : 0);
 	settle(c);
 }
 
@@ -1750,7 +1720,7 @@ int main(int argc, char **argv)
 
 	if (cycles && atoi(cycles) >= CHURN_PROCS)
 		churn_cycles = atoi(cycles) / CHURN_PROCS * CHURN_PROCS;
-	save_sysctls();
+	hu_sysctls_save(saved, ARRAY_SIZE(saved));
 	vt_set_cleanup(restore_sysctls);
 	return vt_main(argc, argv, "visock_lgr", tests, ARRAY_SIZE(tests));
 }

@@ -510,22 +510,6 @@ static void backlog_bound_client(struct vt_ctx *c)
 #define STALL_LEN	8192
 #define CTL_BOUND_S	30	/* a dump that takes longer hangs */
 
-static const char *visockctl_bin(void)
-{
-	static char path[512];
-	const char *env = getenv("VISOCKCTL");
-	const char *src = getenv("VISOCK_SRC");
-
-	if (env && *env)
-		return env;
-	if (src && *src) {
-		snprintf(path, sizeof(path), "%s/tools/visock/visockctl", src);
-		if (!access(path, X_OK))
-			return path;
-	}
-	return "visockctl";
-}
-
 /*
  * Run "visockctl @args --json" with its output in @out.  Returns its
  * exit status, or -1 if it had not finished after CTL_BOUND_S seconds
@@ -540,7 +524,7 @@ static int run_visockctl(const char *args, char *out, size_t size,
 
 	fd = (int)vt_try(mkstemp(tmpl), "mkstemp");
 	unlink(tmpl);
-	snprintf(cmd, sizeof(cmd), "exec %s %s --json", visockctl_bin(), args);
+	snprintf(cmd, sizeof(cmd), "exec %s %s --json", hu_visockctl_path(), args);
 	*pid = fork();
 	vt_assert(*pid >= 0, "fork: %s", strerror(errno));
 	if (!*pid) {
@@ -582,14 +566,6 @@ static const char *json_obj(const char *out, unsigned long ino,
 		end = p + strlen(p);
 	snprintf(buf, size, "%.*s", (int)(end - start + 1), start);
 	return buf;
-}
-
-static unsigned long fd_ino(int fd)
-{
-	struct stat st;
-
-	vt_try(fstat(fd, &st), "fstat");
-	return (unsigned long)st.st_ino;
 }
 
 struct stall_send {
@@ -640,9 +616,9 @@ static void diag_stalled_client(struct vt_ctx *c)
 	hu_expect_rdma(fd1, "stalled connection", NULL);
 	hu_expect_rdma(fd2, "other connection", NULL);
 	lfd = su_listen(VT_FAMILY_VISOCK, false, 4, 0);
-	ino1 = fd_ino(fd1);
-	ino2 = fd_ino(fd2);
-	inol = fd_ino(lfd);
+	ino1 = hu_sock_ino(fd1);
+	ino2 = hu_sock_ino(fd2);
+	inol = hu_sock_ino(lfd);
 
 	buf = mmap(NULL, STALL_LEN, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1441,28 +1417,8 @@ static void qp_mem_budget(struct vt_ctx *c)
 	close(fd);
 }
 
-/* ---- lazy_early_cursor ---- */
-
-#define LEC_L		4096	/* net.visock.lazy_bytes */
-#define LEC_MORE	1024	/* bytes after L: they wait for the switch */
-#define LEC_DELAY_MS	1000	/* the client handles the reply this late */
-
-static long long lec_saved_lazy = -1;
-
-/* Restore what lazy_early_cursor changed, however it ended. */
-static void lec_cleanup(const struct vt_ctx *c)
-{
-	(void)c;
-	if (lec_saved_lazy >= 0)
-		hu_write_ll(HU_SYSCTL_DIR "lazy_bytes", lec_saved_lazy);
-	if (hu_read_ll(HU_DEBUGFS_DIR "swrep_delay_ms") > 0)
-		hu_write_ll(HU_DEBUGFS_DIR "swrep_delay_ms", 0);
-}
-
-
 /* ---- link lifetime: lazy rings, lingering links, QP teardown ---- */
 
-#define LT_FAULT_DIR	HU_DEBUGFS_DIR "fault/"
 #define LT_LAZY_L	4096	/* net.visock.lazy_bytes of lazy_ring_isolation */
 #define LT_CYCLES	1000	/* victims of lazy_ring_isolation */
 #define LT_CARRIERS	4	/* connections carrying patterns meanwhile */
@@ -1473,82 +1429,9 @@ static void lec_cleanup(const struct vt_ctx *c)
 enum { LT_VICTIM = 1, LT_CARRIER = 2 };
 
 /* Sysctls the tests change, as the program found them (-1: unknown). */
-static const char *const lt_saved_names[] = {
-	"lazy_bytes", "enable", "lgr_idle_ms",
+static struct hu_saved_sysctl lt_saved[] = {
+	{ "lazy_bytes", -1 }, { "enable", -1 }, { "lgr_idle_ms", -1 },
 };
-
-static long long lt_saved[ARRAY_SIZE(lt_saved_names)] = { -1, -1, -1 };
-
-static void lt_sysctl_set(const char *name, long long val)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", name);
-	hu_set_ll(path, val);
-}
-
-static long long lt_sysctl(const char *name)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s", name);
-	return hu_read_ll(path);
-}
-
-static void lt_write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n = -1;
-
-	if (fd >= 0) {
-		n = write(fd, s, strlen(s));
-		close(fd);
-	}
-	vt_assert(n == (ssize_t)strlen(s), "writing %s: %s", path,
-		  strerror(errno));
-}
-
-static void lt_need_fault(void)
-{
-	if (access(LT_FAULT_DIR "point", W_OK))
-		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-	vt_assert(!access(LT_FAULT_DIR "point", W_OK),
-		  "no fault injection in debugfs (%s)", LT_FAULT_DIR);
-}
-
-/* Delays injected at @point since the module was loaded. */
-static long long lt_injected(const char *point)
-{
-	char line[128], name[64];
-	long long val = -1, v;
-	FILE *f = fopen(LT_FAULT_DIR "injected", "re");
-
-	vt_assert(f, "%s: %s", LT_FAULT_DIR "injected", strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %lld", name, &v) == 2 &&
-		    !strcmp(name, point))
-			val = v;
-	fclose(f);
-	vt_assert(val >= 0, "no fault point %s", point);
-	return val;
-}
-
-static void lt_arm(const char *point)
-{
-	char buf[64];
-
-	lt_need_fault();
-	hu_set_ll(LT_FAULT_DIR "skip", 0);
-	hu_set_ll(LT_FAULT_DIR "times", 1);
-	snprintf(buf, sizeof(buf), "%s\n", point);
-	lt_write_str(LT_FAULT_DIR "point", buf);
-}
-
-static void lt_disarm(void)
-{
-	lt_write_str(LT_FAULT_DIR "point", "none\n");
-	hu_set_ll(LT_FAULT_DIR "times", 0);
-}
 
 static long long lt_wait_injected(const char *point, long long want)
 {
@@ -1556,12 +1439,12 @@ static long long lt_wait_injected(const char *point, long long want)
 	int ms;
 
 	for (ms = 0; ms < LT_WAIT_MS; ms += 5) {
-		v = lt_injected(point);
+		v = hu_fault_injected(point);
 		if (v >= want)
 			return v;
 		usleep(5000);
 	}
-	return lt_injected(point);
+	return hu_fault_injected(point);
 }
 
 /* Byte @off of connection @id's stream from the server. */
@@ -1767,8 +1650,8 @@ static void lazy_ring_isolation(struct vt_ctx *c)
 		su_send_port(c, lfd);
 		keeper = su_accept(lfd, SOCK_CLOEXEC);
 	}
-	lazy0 = lt_sysctl("lazy_bytes");
-	lt_sysctl_set("lazy_bytes", LT_LAZY_L);
+	lazy0 = hu_sysctl("lazy_bytes");
+	hu_sysctl_set("lazy_bytes", LT_LAZY_L);
 	vt_sync(c, "lazy_bytes set");
 	if (vt_is_client(c)) {
 		port_lazy = su_recv_port(c);
@@ -1834,7 +1717,7 @@ static void lazy_ring_isolation(struct vt_ctx *c)
 		close(lfd);
 	if (lfd_lazy >= 0)
 		close(lfd_lazy);
-	lt_sysctl_set("lazy_bytes", lazy0 > 0 ? lazy0 : 0);
+	hu_sysctl_set("lazy_bytes", lazy0 > 0 ? lazy0 : 0);
 	if (vt_is_client(c))
 		vt_assert(!stale,
 			  "%lld messages for connections the client had given up (their rings went back to the pool)",
@@ -1860,8 +1743,9 @@ static void linger_reap_race(struct vt_ctx *c)
 
 	hu_need_rdma(c);
 	if (vt_is_client(c)) {
-		lt_need_fault();
-		inj0 = lt_injected("link_linger");
+		vt_assert(hu_fault_ready(), "no fault injection in debugfs (%s)",
+			  HU_FAULT_DIR);
+		inj0 = hu_fault_injected("link_linger");
 	}
 	fd = su_pair(c);
 	{
@@ -1883,7 +1767,7 @@ static void linger_reap_race(struct vt_ctx *c)
 		vt_sync(c, "server closed");
 		return;
 	}
-	lt_arm("link_linger");
+	hu_fault_arm("link_linger", 1);
 	/* The child's close releases the socket; it may block in the delay. */
 	pid = fork();
 	vt_assert(pid >= 0, "fork: %s", strerror(errno));
@@ -1896,7 +1780,7 @@ static void linger_reap_race(struct vt_ctx *c)
 	vt_sync(c, "client lingers");
 	vt_sync(c, "server closed");
 	vt_assert(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
-	lt_disarm();
+	hu_fault_disarm();
 	vt_assert(inj == inj0 + 1,
 		  "link_linger injected %lld times, expected 1: the client's end did not linger",
 		  inj - inj0);
@@ -1978,15 +1862,17 @@ static void unload_qp_teardown(struct vt_ctx *c)
 	if (vt_is_client(c)) {
 		lt_module_path(ko, sizeof(ko));
 		vt_assert(ko[0], "no module file to load again (VISOCK_KO, VISOCK_SRC)");
-		enable = lt_sysctl("enable");
-		idle = lt_sysctl("lgr_idle_ms");
+		enable = hu_sysctl("enable");
+		idle = hu_sysctl("lgr_idle_ms");
 		splats0 = lt_splats();
 	}
 	for (i = 0; i < LT_UNLOADS; i++) {
 		if (vt_is_client(c)) {
-			lt_sysctl_set("lgr_idle_ms", 0);
-			lt_need_fault();
-			inj0 = lt_injected("qp_teardown");
+			hu_sysctl_set("lgr_idle_ms", 0);
+			vt_assert(hu_fault_ready(),
+				  "no fault injection in debugfs (%s)",
+				  HU_FAULT_DIR);
+			inj0 = hu_fault_injected("qp_teardown");
 		}
 		vt_sync(c, "unload cycle");
 		fd = su_pair(c);
@@ -1994,7 +1880,7 @@ static void unload_qp_teardown(struct vt_ctx *c)
 			su_write_all(fd, &ch, 1);
 			su_read_all(fd, &ch, 1);
 			kills0 = lt_removal_kills();
-			lt_arm("qp_teardown");
+			hu_fault_arm("qp_teardown", 1);
 			close(fd);
 			vt_assert(lt_wait_injected("qp_teardown", inj0 + 1) ==
 				  inj0 + 1, "cycle %d: no idle teardown of the QP",
@@ -2008,8 +1894,8 @@ static void unload_qp_teardown(struct vt_ctx *c)
 			kills = lt_removal_kills() - kills0;
 			snprintf(cmd, sizeof(cmd), "insmod '%s'", ko);
 			vt_assert(!system(cmd), "cycle %d: %s failed", i, cmd);
-			lt_sysctl_set("enable", enable);
-			lt_sysctl_set("lgr_idle_ms", idle);
+			hu_sysctl_set("enable", enable);
+			hu_sysctl_set("lgr_idle_ms", idle);
 			vt_assert(!kills,
 				  "cycle %d: the unload left a QP in teardown to the device removal (\"killed: device removed\")",
 				  i);
@@ -2062,8 +1948,7 @@ static const struct vt_test tests[] = {
  */
 static void lt_cleanup(const struct vt_ctx *c)
 {
-	char path[] = LT_FAULT_DIR "point", ko[512], cmd[600];
-	unsigned int i;
+	char path[] = HU_FAULT_DIR "point", ko[512], cmd[600];
 	int fd;
 
 	(void)c;
@@ -2073,12 +1958,7 @@ static void lt_cleanup(const struct vt_ctx *c)
 		if (!ko[0] || system(cmd))
 			vt_diag("cannot load visock again (%s)", ko);
 	}
-	for (i = 0; i < ARRAY_SIZE(lt_saved_names); i++) {
-		snprintf(cmd, sizeof(cmd), HU_SYSCTL_DIR "%s",
-			 lt_saved_names[i]);
-		if (lt_saved[i] >= 0 && hu_read_ll(cmd) != lt_saved[i])
-			hu_write_ll(cmd, lt_saved[i]);
-	}
+	hu_sysctls_restore(lt_saved, ARRAY_SIZE(lt_saved));
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		if (write(fd, "none\n", 5) < 0)
@@ -2088,24 +1968,26 @@ static void lt_cleanup(const struct vt_ctx *c)
 	}
 }
 
-/* Every test's sysctls and hooks back as they were, whatever it did. */
+/*
+ * What every group of tests puts back after each test half, whatever
+ * it did: its sysctls, hooks and fault points.
+ */
+static void (*const cleanups[])(const struct vt_ctx *c) = {
+	hostile_cleanup,
+	lt_cleanup,
+};
+
 static void security_cleanup(const struct vt_ctx *c)
 {
-	hostile_cleanup(c);
-	lec_cleanup(c);
-	lt_cleanup(c);
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cleanups); i++)
+		cleanups[i](c);
 }
 
 int main(int argc, char **argv)
 {
-	char path[128];
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(lt_saved_names); i++) {
-		snprintf(path, sizeof(path), HU_SYSCTL_DIR "%s",
-			 lt_saved_names[i]);
-		lt_saved[i] = hu_read_ll(path);
-	}
+	hu_sysctls_save(lt_saved, ARRAY_SIZE(lt_saved));
 	vt_set_cleanup(security_cleanup);
 	return vt_main(argc, argv, "visock_security", tests,
 		       ARRAY_SIZE(tests));
