@@ -44,6 +44,16 @@ long long hu_read_ll(const char *path)
 	return strtoll(buf, NULL, 0);
 }
 
+int hu_read_int(const char *path, int *val)
+{
+	long long v = hu_read_ll(path);
+
+	if (v < 0)
+		return -1;
+	*val = (int)v;
+	return 0;
+}
+
 int hu_write_ll(const char *path, long long val)
 {
 	char buf[32];

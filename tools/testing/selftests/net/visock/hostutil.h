@@ -23,6 +23,8 @@
 int hu_read_text(const char *path, char *buf, size_t size);
 /* Number in @path, -1 if it cannot be read. */
 long long hu_read_ll(const char *path);
+/* Number in @path into *@val: 0, or -1 if it cannot be read. */
+int hu_read_int(const char *path, int *val);
 /* Write @val to @path: 0, or -1 with errno set. */
 int hu_write_ll(const char *path, long long val);
 /* Same, failing the test if it cannot. */

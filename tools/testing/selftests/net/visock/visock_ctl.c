@@ -85,24 +85,6 @@
 
 static int orig_enable = -1;
 
-static int read_int(const char *path, int *val)
-{
-	char buf[64];
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	*val = atoi(buf);
-	return 0;
-}
-
 static int write_text(const char *path, const char *text)
 {
 	ssize_t n;
@@ -571,7 +553,7 @@ static void sockets_match(struct vt_ctx *c)
 	unsigned int n = N_RDMA + N_FB;
 	int lfd;
 
-	if (read_int(ENABLE_PATH, &orig_enable))
+	if (hu_read_int(ENABLE_PATH, &orig_enable))
 		vt_skip("visock not loaded");
 	lfd = make_conns(c, k, N_RDMA, N_FB);
 	/* The server's port: its listener's, the client's peer port. */
@@ -627,7 +609,7 @@ static void stats_match(struct vt_ctx *c)
 	int lfd = -1;
 	char *out;
 
-	if (read_int(ENABLE_PATH, &orig_enable))
+	if (hu_read_int(ENABLE_PATH, &orig_enable))
 		vt_skip("visock not loaded");
 	/* Let connections of earlier tests finish closing. */
 	vt_sync(c, "quiet");
@@ -755,7 +737,7 @@ static void ns_child(int wfd, int rfd, int parent_enable)
 	/* The switch of this namespace only. */
 	st = run_ctl_status(out, sizeof(out), parent_enable ? "disable" :
 			    "enable");
-	if (st || read_int(ENABLE_PATH, &en) || en == parent_enable)
+	if (st || hu_read_int(ENABLE_PATH, &en) || en == parent_enable)
 		ns_fail(wfd, "visockctl %s in the new namespace: exit %d, enable now %d: %s",
 			parent_enable ? "disable" : "enable", st, en, out);
 	/* No RDMA device here: the connection falls back either way. */
@@ -925,7 +907,7 @@ static void netns_isolation(struct vt_ctx *c)
 	int i;
 
 	(void)c;
-	if (read_int(ENABLE_PATH, &en))
+	if (hu_read_int(ENABLE_PATH, &en))
 		vt_skip("visock not loaded");
 	before = run_ctl("stats --json");
 	vt_try(pipe(up), "pipe");
@@ -962,7 +944,7 @@ static void netns_isolation(struct vt_ctx *c)
 		  json_num(before, "connections_fallback"),
 		  "counters here changed by another namespace:\nbefore %s\nafter %s",
 		  before, out);
-	vt_assert(!read_int(ENABLE_PATH, &en2) && en2 == en,
+	vt_assert(!hu_read_int(ENABLE_PATH, &en2) && en2 == en,
 		  "visockctl in another namespace changed enable here: %d -> %d",
 		  en, en2);
 	free(out);
@@ -1032,7 +1014,7 @@ static void tracepoints(struct vt_ctx *c)
 	bool ok = true;
 	char *trace, what[64];
 
-	if (read_int(ENABLE_PATH, &orig_enable))
+	if (hu_read_int(ENABLE_PATH, &orig_enable))
 		vt_skip("visock not loaded");
 	if (access(TRACE_DIR "/trace", F_OK) &&
 	    mount("tracefs", TRACE_DIR, "tracefs", 0, NULL))
@@ -1080,7 +1062,7 @@ static void links_peers(struct vt_ctx *c)
 	char *out, gid[64];
 	const char *line;
 
-	if (read_int(ENABLE_PATH, &orig_enable))
+	if (hu_read_int(ENABLE_PATH, &orig_enable))
 		vt_skip("visock not loaded");
 	vt_sync(c, "quiet");
 	lfd = make_conns(c, k, nr, 1);
@@ -1224,7 +1206,7 @@ static void monitor_events(struct vt_ctx *c)
 	int lfd = -1, st;
 	pid_t mon;
 
-	if (read_int(ENABLE_PATH, &orig_enable))
+	if (hu_read_int(ENABLE_PATH, &orig_enable))
 		vt_skip("visock not loaded");
 	snprintf(file, sizeof(file), "/tmp/visock_ctl_mon.%d", (int)getpid());
 	mon = monitor_start(file);
@@ -1337,7 +1319,7 @@ static void filters(struct vt_ctx *c)
 	unsigned int i, j, n = 3;
 	bool v6;
 
-	if (read_int(ENABLE_PATH, &orig_enable))
+	if (hu_read_int(ENABLE_PATH, &orig_enable))
 		vt_skip("visock not loaded");
 	if (vt_is_client(c)) {
 		v6 = c->peer6[0];

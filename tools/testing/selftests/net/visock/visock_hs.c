@@ -59,6 +59,7 @@
 
 #include "harness.h"
 #include "hostutil.h"
+#include "hsmsg.h"
 #include "ktap.h"
 #include "sockutil.h"
 
@@ -84,26 +85,7 @@
 #define XFER_LEN_BIG		(1024 * 1024)
 #define XFER_MS			60000
 
-/* ---- the handshake wire format, as documented ---- */
-
-#define HS_MAGIC	0x56534b48u	/* "VSKH" */
-#define HS_HDR_LEN	8
-#define HS_MAX_LEN	512
-#define HS_VERSION	1
-
-enum { HS_REQ = 1, HS_REP = 2, HS_CONFIRM = 3, HS_DECLINE = 4 };
-
-enum {
-	TLV_FEATURES = 1,
-	TLV_GID = 2,
-	TLV_QPN = 3,
-	TLV_PSN = 4,
-	TLV_MTU = 5,
-	TLV_RBUF = 6,
-	TLV_TOKEN = 7,
-	TLV_LINK = 8,
-	TLV_REASON = 9,
-};
+/* ---- the handshake wire format (hsmsg.h), what the tests add ---- */
 
 #define TLV_CRITICAL	0x8000
 #define TLV_UNKNOWN	0x0123		/* a type no version 1 peer knows */
@@ -136,37 +118,6 @@ struct hs_dirty {
 static struct host_knobs base;
 static struct hs_dirty *dirty;
 
-static int read_int(const char *path, int *val)
-{
-	char buf[64];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	*val = atoi(buf);
-	return 0;
-}
-
-static int write_int(const char *path, int val)
-{
-	char buf[32];
-	int fd = open(path, O_WRONLY | O_CLOEXEC), len, err = 0;
-
-	if (fd < 0)
-		return -errno;
-	len = snprintf(buf, sizeof(buf), "%d\n", val);
-	if (write(fd, buf, len) != len)
-		err = -errno;
-	close(fd);
-	return err;
-}
-
 /* The debugfs test hook @path exists (mounting debugfs if needed). */
 static bool have_hook(const char *path)
 {
@@ -178,12 +129,9 @@ static bool have_hook(const char *path)
 
 static void set_knob(const char *path, int val)
 {
-	int err;
-
 	dirty->knobs = 1;
-	err = write_int(path, val);
-	if (err)
-		vt_fail("writing %d to %s: %s", val, path, strerror(-err));
+	if (hu_write_ll(path, val))
+		vt_fail("writing %d to %s: %s", val, path, strerror(errno));
 }
 
 #define CMD_MAX_ARGS	32
@@ -591,13 +539,13 @@ static void hs_cleanup(const struct vt_ctx *c)
 	(void)c;
 	if (dirty->knobs) {
 		if (base.enable >= 0)
-			write_int(ENABLE_PATH, base.enable);
+			hu_write_ll(ENABLE_PATH, base.enable);
 		if (base.timeout >= 0)
-			write_int(TIMEOUT_PATH, base.timeout);
+			hu_write_ll(TIMEOUT_PATH, base.timeout);
 		if (base.raw >= 0)
-			write_int(RAW_PATH, base.raw);
+			hu_write_ll(RAW_PATH, base.raw);
 		if (base.delay >= 0)
-			write_int(DELAY_PATH, base.delay);
+			hu_write_ll(DELAY_PATH, base.delay);
 		dirty->knobs = 0;
 	}
 	for (i = 0; dirty->ipt_port && i < 4; i++)
@@ -865,99 +813,7 @@ static size_t hex_decode(const char *s, uint8_t *out, size_t size)
 	return n;
 }
 
-/* ---- handshake messages: encoder ---- */
-
-struct hmsg {
-	uint8_t b[1024];
-	size_t len;
-};
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v & 0xff;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, v & 0xffff);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, v >> 32);
-	put32(p + 4, v & 0xffffffff);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
-static void hm_start(struct hmsg *m, uint8_t type, uint8_t version)
-{
-	memset(m, 0, sizeof(*m));
-	put32(m->b, HS_MAGIC);
-	m->b[4] = type;
-	m->b[5] = version;
-	m->len = HS_HDR_LEN;
-}
-
-/* Append a TLV whose header says @hlen but that carries @vlen bytes. */
-static void hm_tlv_raw(struct hmsg *m, uint16_t type, uint16_t hlen,
-		       const void *val, uint16_t vlen)
-{
-	put16(m->b + m->len, type);
-	put16(m->b + m->len + 2, hlen);
-	memcpy(m->b + m->len + 4, val, vlen);
-	m->len += 4 + vlen;
-}
-
-static void hm_tlv(struct hmsg *m, uint16_t type, const void *val,
-		   uint16_t vlen)
-{
-	hm_tlv_raw(m, type, vlen, val, vlen);
-}
-
-static void hm_tlv32(struct hmsg *m, uint16_t type, uint32_t v)
-{
-	uint8_t b[4];
-
-	put32(b, v);
-	hm_tlv(m, type, b, 4);
-}
-
-/* Set the length field to the bytes written so far. */
-static void hm_end(struct hmsg *m)
-{
-	put16(m->b + 6, (uint16_t)m->len);
-}
-
-/* What a REQ or REP describes. */
-struct hparams {
-	uint8_t gid[16];
-	uint64_t features;
-	uint32_t qpn;
-	uint32_t psn;
-	uint8_t mtu;
-	uint64_t rbuf_addr;
-	uint32_t rbuf_rkey;
-	uint32_t rbuf_size;
-	uint32_t token;
-	uint32_t lgr_id;
-	uint32_t link_id;
-};
+/* ---- handshake messages: encoder (hsmsg.c) ---- */
 
 /* How a hostile message differs from a valid one. */
 enum mut {
@@ -1104,13 +960,6 @@ static void hm_decline(struct hmsg *m, uint32_t reason, bool with_reason)
 	hm_start(m, HS_DECLINE, HS_VERSION);
 	if (with_reason)
 		hm_tlv32(m, TLV_REASON, reason);
-	hm_end(m);
-}
-
-static void hm_confirm(struct hmsg *m, uint32_t token)
-{
-	hm_start(m, HS_CONFIRM, HS_VERSION);
-	hm_tlv32(m, TLV_TOKEN, token);
 	hm_end(m);
 }
 
@@ -1297,7 +1146,7 @@ static bool visock_loaded(void)
 {
 	int v;
 
-	return read_int(ENABLE_PATH, &v) == 0;
+	return hu_read_int(ENABLE_PATH, &v) == 0;
 }
 
 enum need {
@@ -1887,28 +1736,6 @@ static const struct scenario *find_scenario(const char *name,
 	vt_fail("no scenario %s", name);
 }
 
-static void local_gid(int fd, uint8_t *gid)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	vt_try(getsockname(fd, (struct sockaddr *)&ss, &len), "getsockname");
-	memset(gid, 0, 16);
-	vt_assert(ss.ss_family == AF_INET, "family %d", ss.ss_family);
-	gid[10] = 0xff;
-	gid[11] = 0xff;
-	memcpy(gid + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-}
-
-static uint32_t rand32(void)
-{
-	uint32_t v = 0;
-
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = (uint32_t)ctl_now_ms() * 2654435761u;
-	return v;
-}
-
 /* raw_handshake is set: connected, it is cleared; check what it did. */
 static void raw_connected(int fd)
 {
@@ -1966,14 +1793,14 @@ static int hostile_connect(struct vt_ctx *c, bool as_client,
 static void hostile_params(int fd, struct hparams *hp)
 {
 	memset(hp, 0, sizeof(*hp));
-	local_gid(fd, hp->gid);
-	hp->qpn = (rand32() % 0xfffff0) + 1;
-	hp->psn = rand32() & 0xffffff;
+	hm_local_gid(fd, hp->gid);
+	hp->qpn = (hm_rand32() % 0xfffff0) + 1;
+	hp->psn = hm_rand32() & 0xffffff;
 	hp->mtu = 3;
 	hp->rbuf_addr = 0x7f0000000000ULL;
-	hp->rbuf_rkey = rand32();
+	hp->rbuf_rkey = hm_rand32();
 	hp->rbuf_size = 64 * 1024;
-	hp->token = rand32() | 1;
+	hp->token = hm_rand32() | 1;
 	hp->link_id = hp->qpn;
 }
 
@@ -3782,13 +3609,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memset(dirty, 0, sizeof(*dirty));
-	if (read_int(ENABLE_PATH, &base.enable))
+	if (hu_read_int(ENABLE_PATH, &base.enable))
 		base.enable = -1;
-	if (read_int(TIMEOUT_PATH, &base.timeout))
+	if (hu_read_int(TIMEOUT_PATH, &base.timeout))
 		base.timeout = -1;
-	if (read_int(RAW_PATH, &base.raw))
+	if (hu_read_int(RAW_PATH, &base.raw))
 		base.raw = -1;
-	if (read_int(DELAY_PATH, &base.delay))
+	if (hu_read_int(DELAY_PATH, &base.delay))
 		base.delay = -1;
 	vt_set_cleanup(hs_cleanup);
 

@@ -38,6 +38,7 @@
 
 #include "harness.h"
 #include "hostutil.h"
+#include "hsmsg.h"
 #include "sockutil.h"
 
 #ifndef TCP_ULP
@@ -717,30 +718,10 @@ static void diag_stalled_server(struct vt_ctx *c)
 #define LGR_MAX_LINKS	HU_SYSCTL_DIR "lgr_max_links"
 #define LGR_PEER_QPS	HU_SYSCTL_DIR "lgr_peer_qps_max"
 #define LGR_MEM_MAX	HU_SYSCTL_DIR "lgr_mem_max_mb"
-#define HS_MAGIC	0x56534b48u	/* "VSKH" */
-#define HS_HDR		8
-#define HS_MAX		512
 #define FO_LEN		16		/* failover message */
 #define MSG_MS		10000		/* a message the server owes */
 #define LAZY_L		4096		/* lazy_bytes of decline_foreign_qp */
 #define FOREIGN_TOKEN	0x5a5a0fffu	/* index 4095: never a connection */
-
-enum { HS_REQ = 1, HS_REP, HS_CONFIRM, HS_DECLINE, HS_SWITCH };
-enum {
-	TLV_FEATURES = 1, TLV_GID, TLV_QPN, TLV_PSN, TLV_MTU, TLV_RBUF,
-	TLV_TOKEN, TLV_LINK, TLV_REASON,
-};
-
-struct rawmsg {
-	uint8_t b[HS_MAX];
-	size_t len;
-};
-
-/* What a hostile REQ or SWITCH says. */
-struct rawparams {
-	uint8_t gid[16];
-	uint32_t qpn, psn, rkey, token, lgr_id, link_id;
-};
 
 /* A message the server sent: its type and the TLVs the tests look at. */
 struct rawdec {
@@ -748,89 +729,32 @@ struct rawdec {
 	uint32_t token, reason, qpn;
 };
 
-static void rm_put(struct rawmsg *m, uint64_t v, int bytes)
+/*
+ * What a hostile REQ or SWITCH says, from @fd's address: a made-up QP
+ * with a 64 KiB ring; the tests change what they need.
+ */
+static void raw_params(struct hparams *p, int fd)
 {
-	while (bytes--)
-		m->b[m->len++] = (uint8_t)(v >> (8 * bytes));
-}
-
-static void rm_tlv(struct rawmsg *m, uint16_t type, uint16_t len)
-{
-	rm_put(m, type, 2);
-	rm_put(m, len, 2);
-}
-
-/* A REQ or SWITCH with every TLV a setup message needs. */
-static void rm_setup(struct rawmsg *m, uint8_t type,
-		     const struct rawparams *p)
-{
-	m->len = 0;
-	rm_put(m, HS_MAGIC, 4);
-	rm_put(m, type, 1);
-	rm_put(m, 1, 1);		/* version */
-	rm_put(m, 0, 2);		/* length, below */
-	rm_tlv(m, TLV_FEATURES, 8);
-	rm_put(m, 1, 8);		/* WRITE with immediate */
-	rm_tlv(m, TLV_GID, 16);
-	memcpy(m->b + m->len, p->gid, 16);
-	m->len += 16;
-	rm_tlv(m, TLV_QPN, 4);
-	rm_put(m, p->qpn, 4);
-	rm_tlv(m, TLV_PSN, 4);
-	rm_put(m, p->psn, 4);
-	rm_tlv(m, TLV_MTU, 1);
-	rm_put(m, 3, 1);		/* IB_MTU_1024 */
-	rm_tlv(m, TLV_RBUF, 16);
-	rm_put(m, 0, 8);
-	rm_put(m, p->rkey, 4);
-	rm_put(m, 64 * 1024, 4);
-	rm_tlv(m, TLV_TOKEN, 4);
-	rm_put(m, p->token, 4);
-	rm_tlv(m, TLV_LINK, 8);
-	rm_put(m, p->lgr_id, 4);
-	rm_put(m, p->link_id, 4);
-	m->b[6] = (uint8_t)(m->len >> 8);
-	m->b[7] = (uint8_t)m->len;
-}
-
-static void rm_confirm(struct rawmsg *m, uint32_t token)
-{
-	m->len = 0;
-	rm_put(m, HS_MAGIC, 4);
-	rm_put(m, HS_CONFIRM, 1);
-	rm_put(m, 1, 1);
-	rm_put(m, 16, 2);
-	rm_tlv(m, TLV_TOKEN, 4);
-	rm_put(m, token, 4);
+	memset(p, 0, sizeof(*p));
+	hm_local_gid(fd, p->gid);
+	p->features = 1;		/* WRITE with immediate */
+	p->qpn = (hm_rand32() % 0xfffff0) + 1;
+	p->psn = hm_rand32() & 0xffffff;
+	p->mtu = 3;			/* IB_MTU_1024 */
+	p->rbuf_rkey = hm_rand32();
+	p->rbuf_size = 64 * 1024;
+	p->token = hm_rand32() | 1;
+	p->link_id = p->qpn;
 }
 
 /* A valid failover message: "I received nothing over RDMA". */
-static void rm_failover(struct rawmsg *m)
+static void rm_failover(struct hmsg *m)
 {
-	m->len = 0;
-	rm_put(m, 0xf0, 1);
-	rm_put(m, 1, 1);
-	rm_put(m, 0, 2);
-	rm_put(m, 0x56534b46, 4);	/* "VSKF" */
-	rm_put(m, 0, 8);
-}
-
-static uint32_t get_be(const uint8_t *p, int bytes)
-{
-	uint32_t v = 0;
-
-	while (bytes--)
-		v = v << 8 | *p++;
-	return v;
-}
-
-static uint32_t rand32(void)
-{
-	uint32_t v = 0;
-
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = (uint32_t)getpid() * 2654435761u;
-	return v;
+	memset(m, 0, sizeof(*m));
+	m->b[0] = 0xf0;
+	m->b[1] = 1;
+	put32(m->b + 4, 0x56534b46);	/* "VSKF" */
+	m->len = FO_LEN;
 }
 
 /* Read @len bytes within @ms: the count read (short on EOF), -1 on error. */
@@ -859,53 +783,34 @@ static ssize_t read_within(int fd, void *buf, size_t len, int ms)
 /* The server's next handshake message; fails the test if there is none. */
 static void rm_read(int fd, struct rawdec *d)
 {
-	uint8_t b[HS_MAX];
-	size_t len, off = HS_HDR;
+	uint8_t b[HS_MAX_LEN];
+	size_t len, off = HS_HDR_LEN;
 	ssize_t n;
 
 	memset(d, 0, sizeof(*d));
-	n = read_within(fd, b, HS_HDR, MSG_MS);
-	vt_assert(n == HS_HDR, "no handshake message from the server (%zd, %s)",
+	n = read_within(fd, b, HS_HDR_LEN, MSG_MS);
+	vt_assert(n == HS_HDR_LEN, "no handshake message from the server (%zd, %s)",
 		  n, n < 0 ? vt_errname(errno) : "EOF");
-	len = get_be(b + 6, 2);
-	vt_assert(get_be(b, 4) == HS_MAGIC && len >= HS_HDR && len <= HS_MAX,
+	len = get16(b + 6);
+	vt_assert(get32(b) == HS_MAGIC && len >= HS_HDR_LEN &&
+		  len <= HS_MAX_LEN,
 		  "not a handshake message from the server");
-	n = read_within(fd, b + HS_HDR, len - HS_HDR, MSG_MS);
-	vt_assert(n == (ssize_t)(len - HS_HDR), "a short handshake message");
+	n = read_within(fd, b + HS_HDR_LEN, len - HS_HDR_LEN, MSG_MS);
+	vt_assert(n == (ssize_t)(len - HS_HDR_LEN), "a short handshake message");
 	d->type = b[4];
 	while (off + 4 <= len) {
-		uint16_t t = get_be(b + off, 2), l = get_be(b + off + 2, 2);
+		uint16_t t = get16(b + off), l = get16(b + off + 2);
 
 		if (off + 4 + l > len)
 			break;
 		if (t == TLV_TOKEN && l == 4)
-			d->token = get_be(b + off + 4, 4);
+			d->token = get32(b + off + 4);
 		if (t == TLV_REASON && l == 4)
-			d->reason = get_be(b + off + 4, 4);
+			d->reason = get32(b + off + 4);
 		if (t == TLV_QPN && l == 4)
-			d->qpn = get_be(b + off + 4, 4);
+			d->qpn = get32(b + off + 4);
 		off += 4 + l;
 	}
-}
-
-/* The RoCEv2 GID of IPv4 address @ip (::ffff:a.b.c.d). */
-static void gid_of(const struct in_addr *ip, uint8_t *gid)
-{
-	memset(gid, 0, 16);
-	gid[10] = 0xff;
-	gid[11] = 0xff;
-	memcpy(gid + 12, ip, 4);
-}
-
-/* The GID of @fd's local address. */
-static void local_gid(int fd, uint8_t *gid)
-{
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-
-	vt_try(getsockname(fd, (struct sockaddr *)&sin, &len), "getsockname");
-	vt_assert(sin.sin_family == AF_INET, "not IPv4");
-	gid_of(&sin.sin_addr, gid);
 }
 
 /* The second client address of the test bed, or false. */
@@ -984,8 +889,8 @@ static void decline_foreign_qp(struct vt_ctx *c)
 {
 	long long stale0, declined0, foreign0, reset0;
 	struct visock_info vi;
-	struct rawparams rp;
-	struct rawmsg m;
+	struct hparams rp;
+	struct hmsg m;
 	int lfd, port, victim, fd;
 	char pad[LAZY_L], line[64];
 	struct in_addr ip;
@@ -1043,15 +948,12 @@ static void decline_foreign_qp(struct vt_ctx *c)
 
 	/* Host B: a lazy start (a QP to the server is up), then SWITCH. */
 	fd = raw_connect(c, port, NULL);
-	memset(&rp, 0, sizeof(rp));
-	local_gid(fd, rp.gid);
+	raw_params(&rp, fd);
 	rp.qpn = vi.vi_local_qpn;
-	rp.psn = rand32() & 0xffffff;
-	rp.rkey = rand32();
 	rp.token = FOREIGN_TOKEN;
 	rp.lgr_id = vi.vi_peer_qpn;
 	rp.link_id = vi.vi_local_qpn;
-	rm_setup(&m, HS_SWITCH, &rp);
+	hm_setup_valid(&m, HS_SWITCH, &rp);
 	memset(pad, 'p', sizeof(pad));
 	su_write_all(fd, pad, sizeof(pad));
 	su_write_all(fd, m.b, m.len);
@@ -1079,9 +981,9 @@ static void decline_foreign_qp(struct vt_ctx *c)
 static void gid_mismatch(struct vt_ctx *c)
 {
 	struct visock_info vi;
-	struct rawparams rp;
+	struct hparams rp;
 	struct rawdec d;
-	struct rawmsg m;
+	struct hmsg m;
 	struct in_addr ip;
 	long long mism0;
 	int lfd, fd;
@@ -1110,13 +1012,10 @@ static void gid_mismatch(struct vt_ctx *c)
 	}
 	alt_ip(&ip);
 	fd = raw_connect(c, su_recv_port(c), NULL);
-	memset(&rp, 0, sizeof(rp));
-	gid_of(&ip, rp.gid);
-	rp.qpn = (rand32() % 0xfffff0) + 1;
-	rp.psn = rand32() & 0xffffff;
-	rp.rkey = rand32();
-	rp.token = rand32() | 1;
-	rm_setup(&m, HS_REQ, &rp);
+	raw_params(&rp, fd);
+	hm_gid_of(&ip, rp.gid);
+	rp.link_id = 0;
+	hm_setup_valid(&m, HS_REQ, &rp);
 	su_write_all(fd, m.b, m.len);
 	rm_read(fd, &d);
 	vt_diag("REQ with GID %s from another address: type %u, reason %u",
@@ -1139,20 +1038,14 @@ static void gid_mismatch(struct vt_ctx *c)
  */
 static uint32_t hostile_attempt(struct vt_ctx *c, int port, int *fdp)
 {
-	struct rawparams rp;
+	struct hparams rp;
 	struct rawdec d;
-	struct rawmsg m;
+	struct hmsg m;
 	uint8_t fo[FO_LEN];
 	int fd = raw_connect(c, port, NULL);
 
-	memset(&rp, 0, sizeof(rp));
-	local_gid(fd, rp.gid);
-	rp.qpn = (rand32() % 0xfffff0) + 1;
-	rp.psn = rand32() & 0xffffff;
-	rp.rkey = rand32();
-	rp.token = rand32() | 1;
-	rp.link_id = rp.qpn;
-	rm_setup(&m, HS_REQ, &rp);
+	raw_params(&rp, fd);
+	hm_setup_valid(&m, HS_REQ, &rp);
 	su_write_all(fd, m.b, m.len);
 	rm_read(fd, &d);
 	if (d.type == HS_DECLINE) {
@@ -1161,7 +1054,7 @@ static uint32_t hostile_attempt(struct vt_ctx *c, int port, int *fdp)
 		return d.reason ?: 255;
 	}
 	vt_assert(d.type == HS_REP, "the server answered type %u", d.type);
-	rm_confirm(&m, d.token);
+	hm_confirm(&m, d.token);
 	su_write_all(fd, m.b, m.len);
 	/*
 	 * Let the server settle on RDMA first: bytes that arrive with the
@@ -1369,9 +1262,9 @@ static void hostile_handshakes(struct vt_ctx *c)
 static void qp_mem_budget(struct vt_ctx *c)
 {
 	long long saved, saved_cap;
-	struct rawparams rp;
+	struct hparams rp;
 	struct rawdec d;
-	struct rawmsg m;
+	struct hmsg m;
 	int lfd, fd;
 
 	need_hostile(c, false);
@@ -1397,14 +1290,8 @@ static void qp_mem_budget(struct vt_ctx *c)
 		return;
 	}
 	fd = raw_connect(c, su_recv_port(c), NULL);
-	memset(&rp, 0, sizeof(rp));
-	local_gid(fd, rp.gid);
-	rp.qpn = (rand32() % 0xfffff0) + 1;
-	rp.psn = rand32() & 0xffffff;
-	rp.rkey = rand32();
-	rp.token = rand32() | 1;
-	rp.link_id = rp.qpn;
-	rm_setup(&m, HS_REQ, &rp);
+	raw_params(&rp, fd);
+	hm_setup_valid(&m, HS_REQ, &rp);
 	su_write_all(fd, m.b, m.len);
 	rm_read(fd, &d);
 	vt_send(c, "answered");
