@@ -88,23 +88,37 @@ bool hu_debugfs_ready(const char *name)
 	return access(path, W_OK) == 0;
 }
 
-long long hu_proc_get(const char *name)
+/*
+ * The number after @name in @path, a file of "name number" lines, into
+ * *@val (-1 if no line has it).  Returns -1 with errno set if @path
+ * cannot be opened, else 0.
+ */
+static int kv_find(const char *path, const char *name, long long *val)
 {
 	char line[256], key[128];
-	long long val = -1, v;
+	long long v;
 	FILE *f;
 
-	f = fopen(HU_PROC_PATH, "re");
+	*val = -1;
+	f = fopen(path, "re");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%127s %lld", key, &v) == 2 &&
 		    !strcmp(key, name)) {
-			val = v;
+			*val = v;
 			break;
 		}
 	}
 	fclose(f);
+	return 0;
+}
+
+long long hu_proc_get(const char *name)
+{
+	long long val;
+
+	kv_find(HU_PROC_PATH, name, &val);
 	return val;
 }
 
@@ -218,20 +232,10 @@ bool hu_fault_ready(void)
 
 long long hu_fault_injected(const char *point)
 {
-	char line[128], name[64];
-	long long val = -1, v;
-	FILE *f;
+	long long val;
 
-	f = fopen(HU_FAULT_DIR "injected", "re");
-	vt_assert(f, "%s: %s", HU_FAULT_DIR "injected", strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%63s %lld", name, &v) == 2 &&
-		    !strcmp(name, point)) {
-			val = v;
-			break;
-		}
-	}
-	fclose(f);
+	vt_assert(!kv_find(HU_FAULT_DIR "injected", point, &val), "%s: %s",
+		  HU_FAULT_DIR "injected", strerror(errno));
 	vt_assert(val >= 0, "no fault point %s in %s", point,
 		  HU_FAULT_DIR "injected");
 	return val;
