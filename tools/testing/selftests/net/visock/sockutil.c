@@ -217,6 +217,33 @@ void su_expect_eof(int fd)
 		  (unsigned char)ch);
 }
 
+ssize_t su_read_within(int fd, void *buf, size_t len, int timeout_ms)
+{
+	long long deadline = ctl_now_ms() + timeout_ms;
+	size_t got = 0;
+
+	while (got < len) {
+		long long left = deadline - ctl_now_ms();
+		ssize_t n;
+
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		if (su_poll(fd, POLLIN, (int)left) == 0)
+			continue;
+		n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 short su_poll(int fd, short events, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };

@@ -49,6 +49,12 @@ void su_read_all(int fd, void *buf, size_t len);
 void su_reset(int fd);
 /* Next read must report end of stream. */
 void su_expect_eof(int fd);
+/*
+ * Read @len bytes within @timeout_ms: the count read (short on EOF), or
+ * -1 with errno set on an error or, with ETIMEDOUT, when time is up.
+ * Does not fail the test.
+ */
+ssize_t su_read_within(int fd, void *buf, size_t len, int timeout_ms);
 
 /* Current revents for @events (timeout 0 unless given). */
 short su_poll(int fd, short events, int timeout_ms);

@@ -730,34 +730,6 @@ static int connect_or_fail(struct vt_ctx *c, int fd, bool v6, int port)
 	return fd;
 }
 
-/* Read exactly @len bytes within @timeout_ms: bytes read, -1 on error. */
-static ssize_t read_exact(int fd, void *buf, size_t len, int timeout_ms)
-{
-	long long deadline = ctl_now_ms() + timeout_ms;
-	size_t got = 0;
-
-	while (got < len) {
-		long long left = deadline - ctl_now_ms();
-		ssize_t n;
-
-		if (left <= 0) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		if (su_poll(fd, POLLIN, (int)left) == 0)
-			continue;
-		n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /*
  * Wait up to @timeout_ms for the connection to end (EOF or an error),
  * discarding data.  Return: 0 and how it ended in @how, -1 on timeout.
@@ -1118,7 +1090,7 @@ static void read_msg(int fd, uint8_t want, struct hdec *d)
 	ssize_t n;
 	size_t len;
 
-	n = read_exact(fd, b, HS_HDR_LEN, MSG_WAIT_MS);
+	n = su_read_within(fd, b, HS_HDR_LEN, MSG_WAIT_MS);
 	if (n < 0)
 		vt_fail("waiting for %s: %s", type_name(want),
 			vt_errname(errno));
@@ -1130,7 +1102,7 @@ static void read_msg(int fd, uint8_t want, struct hdec *d)
 	vt_assert(get32(b) == HS_MAGIC && len >= HS_HDR_LEN &&
 		  len <= HS_MAX_LEN, "waiting for %s: got header %s",
 		  type_name(want), hex);
-	n = read_exact(fd, b + HS_HDR_LEN, len - HS_HDR_LEN, MSG_WAIT_MS);
+	n = su_read_within(fd, b + HS_HDR_LEN, len - HS_HDR_LEN, MSG_WAIT_MS);
 	vt_assert(n == (ssize_t)(len - HS_HDR_LEN),
 		  "%s: only %zd of %zu bytes", type_name(want),
 		  n + HS_HDR_LEN, len);
@@ -1574,7 +1546,7 @@ static void fb_test(struct vt_ctx *c)
 	if (fc->server_first) {
 		/* The client waits for the server's first bytes. */
 		if (client) {
-			vt_assert(read_exact(fd, greet, 6, 20000) == 6 &&
+			vt_assert(su_read_within(fd, greet, 6, 20000) == 6 &&
 				  !memcmp(greet, "hello\n", 6),
 				  "the server's first bytes did not arrive");
 		} else {
@@ -2079,7 +2051,7 @@ static void normal_side(struct vt_ctx *c, const struct scenario *s,
 		close(lfd);
 
 	if (nwant) {
-		ret = (int)read_exact(fd, got, nwant, MSG_WAIT_MS);
+		ret = (int)su_read_within(fd, got, nwant, MSG_WAIT_MS);
 		vt_assert(ret == (int)nwant && !memcmp(got, want, nwant),
 			  "the application did not get the %zu stream bytes that are not a handshake message first (got %d)",
 			  nwant, ret);
@@ -2774,7 +2746,7 @@ static void replay_normal(struct vt_ctx *c, const struct expect *x)
 	vt_assert(!strcmp(pathline, "PATH fallback"),
 		  "control channel: \"%s\"", pathline);
 	if (nwant) {
-		ret = (int)read_exact(fd, got, nwant, MSG_WAIT_MS);
+		ret = (int)su_read_within(fd, got, nwant, MSG_WAIT_MS);
 		vt_assert(ret == (int)nwant && !memcmp(got, want, nwant),
 			  "the replayed CONFIRM (%zu bytes) is not the first stream data (got %d)",
 			  nwant, ret);
@@ -2831,7 +2803,7 @@ static void confirm_twice_hostile(struct vt_ctx *c)
 	su_write_all(fd, m.b, m.len);
 	vt_send(c, "SENT");
 
-	n = read_exact(fd, fo, sizeof(fo), MSG_WAIT_MS);
+	n = su_read_within(fd, fo, sizeof(fo), MSG_WAIT_MS);
 	vt_assert(n == (ssize_t)sizeof(fo) && fo[0] == 0xf0 &&
 		  get32(fo + 4) == 0x56534b46,
 		  "expected the server's failover message (16 bytes, type 0xf0, VSKF), got %zd bytes",

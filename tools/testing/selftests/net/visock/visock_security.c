@@ -757,29 +757,6 @@ static void rm_failover(struct hmsg *m)
 	m->len = FO_LEN;
 }
 
-/* Read @len bytes within @ms: the count read (short on EOF), -1 on error. */
-static ssize_t read_within(int fd, void *buf, size_t len, int ms)
-{
-	size_t got = 0;
-	ssize_t n;
-
-	while (got < len) {
-		if (!(su_poll(fd, POLLIN, ms) & (POLLIN | POLLHUP | POLLERR))) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /* The server's next handshake message; fails the test if there is none. */
 static void rm_read(int fd, struct rawdec *d)
 {
@@ -788,14 +765,14 @@ static void rm_read(int fd, struct rawdec *d)
 	ssize_t n;
 
 	memset(d, 0, sizeof(*d));
-	n = read_within(fd, b, HS_HDR_LEN, MSG_MS);
+	n = su_read_within(fd, b, HS_HDR_LEN, MSG_MS);
 	vt_assert(n == HS_HDR_LEN, "no handshake message from the server (%zd, %s)",
 		  n, n < 0 ? vt_errname(errno) : "EOF");
 	len = get16(b + 6);
 	vt_assert(get32(b) == HS_MAGIC && len >= HS_HDR_LEN &&
 		  len <= HS_MAX_LEN,
 		  "not a handshake message from the server");
-	n = read_within(fd, b + HS_HDR_LEN, len - HS_HDR_LEN, MSG_MS);
+	n = su_read_within(fd, b + HS_HDR_LEN, len - HS_HDR_LEN, MSG_MS);
 	vt_assert(n == (ssize_t)(len - HS_HDR_LEN), "a short handshake message");
 	d->type = b[4];
 	while (off + 4 <= len) {
@@ -1064,7 +1041,7 @@ static uint32_t hostile_attempt(struct vt_ctx *c, int port, int *fdp)
 	rm_failover(&m);
 	su_write_all(fd, m.b, m.len);
 	/* The server answers with its own once its QP is dying. */
-	if (read_within(fd, fo, sizeof(fo), MSG_MS) != sizeof(fo))
+	if (su_read_within(fd, fo, sizeof(fo), MSG_MS) != sizeof(fo))
 		vt_diag("no failover message from the server");
 	*fdp = fd;
 	return 0;
