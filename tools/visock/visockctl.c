@@ -15,9 +15,9 @@
  *
  * Sockets come from the kernel's sock_diag (NETLINK_SOCK_DIAG, family
  * AF_VISOCK); links, statistics, devices, events, the switch and the
- * destination policy from the "visock" generic netlink family.  Plain
- * netlink, no library: it runs wherever the kernel module does.  See
- * visockctl(8).
+ * destination policy from the "visock" generic netlink family.  The
+ * messages are built and parsed with libmnl: this file holds what each
+ * attribute is and how it is printed.  See visockctl(8).
  */
 #define _GNU_SOURCE	/* setns() */
 #include <arpa/inet.h>
@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -68,12 +69,240 @@ static void die_nomod(void)
 	die(EXIT_NOMOD, "the visock kernel module does not offer this interface (older module?)");
 }
 
+/* ---- attribute tables ---- */
+
+/*
+ * What an attribute must look like: its libmnl type and, for binary
+ * ones of a fixed size, the length.  An attribute that does not fit is
+ * ignored, as if the kernel had not sent it.
+ */
+struct attr_pol {
+	enum mnl_attr_data_type type;
+	uint16_t len;
+};
+
+#define U8		{ MNL_TYPE_U8 }
+#define U16		{ MNL_TYPE_U16 }
+#define U32		{ MNL_TYPE_U32 }
+#define U64		{ MNL_TYPE_U64 }
+#define STR		{ MNL_TYPE_NUL_STRING }
+#define NEST		{ MNL_TYPE_NESTED }
+#define FLAG		{ MNL_TYPE_FLAG }
+#define BIN(n)		{ MNL_TYPE_BINARY, n }
+/* A structure that only grows: any length, the reader copies its part. */
+#define STRUCT		{ MNL_TYPE_BINARY }
+
+static const struct attr_pol ctrl_pol[CTRL_ATTR_MAX + 1] = {
+	[CTRL_ATTR_FAMILY_ID]		= U16,
+	[CTRL_ATTR_MCAST_GROUPS]	= NEST,
+};
+
+static const struct attr_pol mcgrp_pol[CTRL_ATTR_MCAST_GRP_MAX + 1] = {
+	[CTRL_ATTR_MCAST_GRP_NAME]	= STR,
+	[CTRL_ATTR_MCAST_GRP_ID]	= U32,
+};
+
+static const struct attr_pol ack_pol[NLMSGERR_ATTR_MAX + 1] = {
+	[NLMSGERR_ATTR_MSG]		= STR,
+};
+
+static const struct attr_pol diag_pol[VISOCK_DIAG_MAX + 1] = {
+	[VISOCK_DIAG_INFO]		= STRUCT,
+	[VISOCK_DIAG_RING]		= STRUCT,
+	[VISOCK_DIAG_LINK]		= STRUCT,
+	[VISOCK_DIAG_BUSY]		= FLAG,
+};
+
+static const struct attr_pol genl_pol[VISOCK_A_MAX + 1] = {
+	[VISOCK_A_ENABLE]		= U8,
+	[VISOCK_A_STATS]		= NEST,
+	[VISOCK_A_DEV]			= NEST,
+	[VISOCK_A_LINK]			= NEST,
+	[VISOCK_A_EVENT]		= NEST,
+	[VISOCK_A_POLICY_DEFAULT]	= U8,
+	[VISOCK_A_RULE]			= NEST,
+};
+
+static const struct attr_pol stats_pol[VISOCK_STATS_A_MAX + 1] = {
+	[VISOCK_STATS_A_CONNS_RDMA ... VISOCK_STATS_A_CONNS_FALLBACK] = U64,
+	[VISOCK_STATS_A_FALLBACK]	= NEST,
+	[VISOCK_STATS_A_HS_STARTED ... VISOCK_STATS_A_MAX] = U64,
+};
+
+/* VISOCK_STATS_A_FALLBACK: a counter per reason, the reason its type. */
+static const struct attr_pol fb_pol[VISOCK_FB_MAX + 1] = {
+	[1 ... VISOCK_FB_MAX]		= U64,
+};
+
+static const struct attr_pol dev_pol[VISOCK_DEV_A_MAX + 1] = {
+	[VISOCK_DEV_A_NAME]		= STR,
+	[VISOCK_DEV_A_LINKS]		= U32,
+	[VISOCK_DEV_A_PORT]		= NEST,
+};
+
+static const struct attr_pol port_pol[VISOCK_PORT_A_MAX + 1] = {
+	[VISOCK_PORT_A_NUM]		= U32,
+	[VISOCK_PORT_A_STATE]		= U8,
+	[VISOCK_PORT_A_GID]		= NEST,
+};
+
+static const struct attr_pol gid_pol[VISOCK_GID_A_MAX + 1] = {
+	[VISOCK_GID_A_INDEX]		= U32,
+	[VISOCK_GID_A_GID]		= BIN(16),
+	[VISOCK_GID_A_IFINDEX]		= U32,
+	[VISOCK_GID_A_IFNAME]		= STR,
+};
+
+static const struct attr_pol link_pol[VISOCK_LINK_A_MAX + 1] = {
+	[VISOCK_LINK_A_DEV]		= STR,
+	[VISOCK_LINK_A_PORT]		= U32,
+	[VISOCK_LINK_A_GID]		= BIN(16),
+	[VISOCK_LINK_A_PEER_GID]	= BIN(16),
+	[VISOCK_LINK_A_QPN]		= U32,
+	[VISOCK_LINK_A_PEER_QPN]	= U32,
+	[VISOCK_LINK_A_STATE]		= U8,
+	[VISOCK_LINK_A_REG_BYTES]	= U64,
+	[VISOCK_LINK_A_WR_POSTED]	= U64,
+	[VISOCK_LINK_A_WC_OK]		= U64,
+	[VISOCK_LINK_A_WC_ERR]		= U64,
+	[VISOCK_LINK_A_SOCK]		= NEST,
+};
+
+static const struct attr_pol sock_pol[VISOCK_SOCK_A_MAX + 1] = {
+	[VISOCK_SOCK_A_ID]		= U64,
+	[VISOCK_SOCK_A_INO]		= U32,
+	[VISOCK_SOCK_A_IP_FAMILY]	= U8,
+	[VISOCK_SOCK_A_SRC]		= BIN(16),
+	[VISOCK_SOCK_A_DST]		= BIN(16),
+	[VISOCK_SOCK_A_SPORT]		= U16,
+	[VISOCK_SOCK_A_DPORT]		= U16,
+};
+
+static const struct attr_pol event_pol[VISOCK_EVENT_A_MAX + 1] = {
+	[VISOCK_EVENT_A_TYPE]		= U8,
+	[VISOCK_EVENT_A_REASON]		= U8,
+	[VISOCK_EVENT_A_ERROR]		= U32,
+	[VISOCK_EVENT_A_DEV]		= STR,
+	[VISOCK_EVENT_A_LINK]		= NEST,
+	[VISOCK_EVENT_A_SOCK]		= NEST,
+};
+
+static const struct attr_pol rule_pol[VISOCK_RULE_A_MAX + 1] = {
+	[VISOCK_RULE_A_ACTION]		= U8,
+	[VISOCK_RULE_A_ADDR4]		= BIN(4),
+	[VISOCK_RULE_A_ADDR6]		= BIN(16),
+	[VISOCK_RULE_A_PREFIXLEN]	= U8,
+	[VISOCK_RULE_A_PORT_MIN]	= U16,
+	[VISOCK_RULE_A_PORT_MAX]	= U16,
+	[VISOCK_RULE_A_INDEX]		= U32,
+};
+
+struct attr_tb {
+	const struct nlattr **tb;
+	const struct attr_pol *pol;
+	unsigned int max;
+};
+
+static int attr_cb(const struct nlattr *a, void *data)
+{
+	const struct attr_tb *t = data;
+	unsigned int type = mnl_attr_get_type(a);
+	const struct attr_pol *p;
+
+	if (type > t->max)
+		return MNL_CB_OK;
+	p = &t->pol[type];
+	if (p->len ? mnl_attr_validate2(a, p->type, p->len) :
+		     mnl_attr_validate(a, p->type))
+		return MNL_CB_OK;
+	t->tb[type] = a;	/* a repeated attribute: the last wins */
+	return MNL_CB_OK;
+}
+
+/* Index the attributes of @nlh after @off bytes of its payload. */
+static void parse_msg(const struct nlmsghdr *nlh, size_t off,
+		      const struct nlattr **tb, const struct attr_pol *pol,
+		      unsigned int max)
+{
+	struct attr_tb t = { tb, pol, max };
+
+	memset(tb, 0, sizeof(*tb) * (max + 1));
+	if (nlh->nlmsg_len >= mnl_nlmsg_size(off))
+		mnl_attr_parse(nlh, off, attr_cb, &t);
+}
+
+/* Index the attributes inside @nest (none if NULL). */
+static void parse_nest(const struct nlattr *nest, const struct nlattr **tb,
+		       const struct attr_pol *pol, unsigned int max)
+{
+	struct attr_tb t = { tb, pol, max };
+
+	memset(tb, 0, sizeof(*tb) * (max + 1));
+	if (nest)
+		mnl_attr_parse_nested(nest, attr_cb, &t);
+}
+
+/* Index into @tb, which has as many entries as its policy @pol. */
+#define PARSE_MSG(nlh, off, tb, pol) do {				\
+	_Static_assert(ARRAY_SIZE(tb) == ARRAY_SIZE(pol), "table size");\
+	parse_msg(nlh, off, tb, pol, ARRAY_SIZE(pol) - 1);		\
+} while (0)
+#define PARSE_GENL(nlh, tb, pol)	PARSE_MSG(nlh, GENL_HDRLEN, tb, pol)
+#define PARSE_NEST(nest, tb, pol) do {					\
+	_Static_assert(ARRAY_SIZE(tb) == ARRAY_SIZE(pol), "table size");\
+	parse_nest(nest, tb, pol, ARRAY_SIZE(pol) - 1);		\
+} while (0)
+
+/* Values of validated attributes; 0 for one that is absent. */
+static uint8_t attr_u8(const struct nlattr *a)
+{
+	return a ? mnl_attr_get_u8(a) : 0;
+}
+
+static uint16_t attr_u16(const struct nlattr *a, uint16_t dflt)
+{
+	return a ? mnl_attr_get_u16(a) : dflt;
+}
+
+static uint32_t attr_u32(const struct nlattr *a)
+{
+	return a ? mnl_attr_get_u32(a) : 0;
+}
+
+static uint64_t attr_u64(const struct nlattr *a)
+{
+	return a ? mnl_attr_get_u64(a) : 0;
+}
+
+static void attr_bin(const struct nlattr *a, void *out, size_t len)
+{
+	if (a)
+		memcpy(out, mnl_attr_get_payload(a), len);
+}
+
+static void attr_str(const struct nlattr *a, char *out, size_t len)
+{
+	snprintf(out, len, "%s", a ? mnl_attr_get_str(a) : "");
+}
+
+/* A structure that only grows: what the kernel sent, the rest zero. */
+static void attr_struct(const struct nlattr *a, void *out, size_t len)
+{
+	size_t n = a ? mnl_attr_get_payload_len(a) : 0;
+
+	memset(out, 0, len);
+	if (a)
+		memcpy(out, mnl_attr_get_payload(a), n < len ? n : len);
+}
+
 /* ---- netlink plumbing ---- */
 
 struct nl {
-	int fd;
-	int proto;
+	struct mnl_socket *sk;
+	uint32_t portid;
 	uint32_t seq;
+	/* The request being built: small, a few attributes at most. */
+	uint64_t req[64];
 };
 
 /* The kernel's message of the last error (extended ACK), or "". */
@@ -81,242 +310,149 @@ static char nl_errmsg[256];
 
 static void nl_open(struct nl *nl, int proto)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	int one = 1;
 
-	nl->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, proto);
-	if (nl->fd < 0)
+	nl->sk = mnl_socket_open2(proto, SOCK_CLOEXEC);
+	if (!nl->sk)
 		die(1, "netlink socket: %s", strerror(errno));
-	if (bind(nl->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	if (mnl_socket_bind(nl->sk, 0, MNL_SOCKET_AUTOPID) < 0)
 		die(1, "netlink bind: %s", strerror(errno));
 	/* Best effort: only the error messages depend on it. */
-	setsockopt(nl->fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
-	nl->proto = proto;
+	mnl_socket_setsockopt(nl->sk, NETLINK_EXT_ACK, &one, sizeof(one));
+	nl->portid = mnl_socket_get_portid(nl->sk);
 	nl->seq = (uint32_t)getpid() ^ 0x5653;
 }
 
-static void nl_send(struct nl *nl, struct nlmsghdr *nlh)
+static void nl_close(struct nl *nl)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-
-	nlh->nlmsg_seq = ++nl->seq;
-	if (sendto(nl->fd, nlh, nlh->nlmsg_len, 0, (struct sockaddr *)&sa,
-		   sizeof(sa)) < 0)
-		die(1, "netlink send: %s", strerror(errno));
+	mnl_socket_close(nl->sk);
 }
 
-typedef void (*nl_cb)(const struct nlmsghdr *nlh, void *arg);
+/* Start a request of @type in @nl; the ones that are not dumps get an ACK. */
+static struct nlmsghdr *nl_req(struct nl *nl, uint16_t type, uint16_t flags)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(nl->req);
 
-static void nl_ack_msg(const struct nlmsghdr *nlh,
-		       const struct nlmsgerr *e);
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+	if (!(flags & NLM_F_DUMP))
+		nlh->nlmsg_flags |= NLM_F_ACK;
+	nlh->nlmsg_seq = ++nl->seq;
+	return nlh;
+}
+
+/* An error ACK: keep its NLMSGERR_ATTR_MSG in nl_errmsg. */
+static int ack_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *tb[NLMSGERR_ATTR_MAX + 1];
+	size_t off = sizeof(*e);
+
+	(void)arg;
+	nl_errmsg[0] = '\0';
+	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e))) {
+		errno = EBADMSG;
+		return MNL_CB_ERROR;
+	}
+	if (!e->error)
+		return MNL_CB_STOP;
+	if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
+		if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+			off += e->msg.nlmsg_len - sizeof(e->msg);
+		PARSE_MSG(nlh, off, tb, ack_pol);
+		attr_str(tb[NLMSGERR_ATTR_MSG], nl_errmsg, sizeof(nl_errmsg));
+	}
+	errno = e->error < 0 ? -e->error : e->error;
+	return MNL_CB_ERROR;
+}
+
+/* The end of a dump. */
+static int done_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	(void)nlh;
+	(void)arg;
+	return MNL_CB_STOP;
+}
 
 /*
- * Receive the answer to the last request: call @cb for every data
- * message until NLMSG_DONE or the ACK.  Returns 0 or a negative errno.
+ * Send the request in @nl and call @cb for every message of the answer,
+ * until NLMSG_DONE or the ACK.  Returns 0 or a negative errno.
  */
-static int nl_recv(struct nl *nl, nl_cb cb, void *arg)
+static int nl_talk(struct nl *nl, mnl_cb_t cb, void *arg)
 {
+	/* With a table, libmnl leaves the types without an entry alone. */
+	static mnl_cb_t ctl[NLMSG_MIN_TYPE] = {
+		[NLMSG_ERROR] = ack_cb,
+		[NLMSG_DONE] = done_cb,
+	};
 	static uint64_t buf[BUF_SIZE / 8];
-	struct nlmsghdr *nlh;
+	const struct nlmsghdr *req = (const void *)nl->req;
 	ssize_t n;
+	int ret = 0;
 
-	for (;;) {
-		n = recv(nl->fd, buf, sizeof(buf), 0);
+	if (mnl_socket_sendto(nl->sk, req, req->nlmsg_len) < 0)
+		die(1, "netlink send: %s", strerror(errno));
+	do {
+		n = mnl_socket_recvfrom(nl->sk, buf, sizeof(buf));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			die(1, "netlink receive: %s", strerror(errno));
 		}
-		for (nlh = (struct nlmsghdr *)buf; NLMSG_OK(nlh, (size_t)n);
-		     nlh = NLMSG_NEXT(nlh, n)) {
-			if (nlh->nlmsg_seq != nl->seq)
-				continue;
-			if (nlh->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (nlh->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(nlh);
-
-				nl_ack_msg(nlh, e);
-				return e->error;
-			}
-			if (cb)
-				cb(nlh, arg);
-			if (!(nlh->nlmsg_flags & NLM_F_MULTI))
-				return 0;
-		}
-	}
-}
-
-static struct nlattr *nla_put(struct nlmsghdr *nlh, int type, const void *data,
-			      int len)
-{
-	struct nlattr *a = (struct nlattr *)((char *)nlh +
-					     NLMSG_ALIGN(nlh->nlmsg_len));
-
-	a->nla_type = type;
-	a->nla_len = NLA_HDRLEN + len;
-	if (len)
-		memcpy((char *)a + NLA_HDRLEN, data, len);
-	nlh->nlmsg_len = NLMSG_ALIGN(nlh->nlmsg_len) + NLA_ALIGN(a->nla_len);
-	return a;
-}
-
-static bool nla_ok(const struct nlattr *a, int rem)
-{
-	return rem >= NLA_HDRLEN && a->nla_len >= NLA_HDRLEN &&
-	       a->nla_len <= rem;
-}
-
-static const struct nlattr *nla_next(const struct nlattr *a, int *rem)
-{
-	*rem -= NLA_ALIGN(a->nla_len);
-	return (const struct nlattr *)((const char *)a + NLA_ALIGN(a->nla_len));
-}
-
-/* Index the attributes in [@data, @data + @len) by type (last wins). */
-static void nla_parse(const struct nlattr **tb, int max, const void *data,
-		      int len)
-{
-	const struct nlattr *a = data;
-
-	memset(tb, 0, sizeof(*tb) * (max + 1));
-	for (; nla_ok(a, len); a = nla_next(a, &len)) {
-		int type = a->nla_type & NLA_TYPE_MASK;
-
-		if (type <= max)
-			tb[type] = a;
-	}
-}
-
-static const void *nla_data(const struct nlattr *a)
-{
-	return (const char *)a + NLA_HDRLEN;
-}
-
-static int nla_len(const struct nlattr *a)
-{
-	return a->nla_len - NLA_HDRLEN;
-}
-
-static uint64_t nla_u64(const struct nlattr *a)
-{
-	uint64_t v = 0;
-
-	if (a && nla_len(a) >= 8)
-		memcpy(&v, nla_data(a), 8);
-	return v;
-}
-
-static uint32_t nla_u32(const struct nlattr *a)
-{
-	uint32_t v = 0;
-
-	if (a && nla_len(a) >= 4)
-		memcpy(&v, nla_data(a), 4);
-	return v;
-}
-
-static uint8_t nla_u8(const struct nlattr *a)
-{
-	return a && nla_len(a) >= 1 ? *(const uint8_t *)nla_data(a) : 0;
-}
-
-/* Keep the NLMSGERR_ATTR_MSG of an error ACK in nl_errmsg. */
-static void nl_ack_msg(const struct nlmsghdr *nlh, const struct nlmsgerr *e)
-{
-	const struct nlattr *a;
-	size_t off;
-	int rem;
-
-	nl_errmsg[0] = '\0';
-	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS) || !e->error)
-		return;
-	off = sizeof(*e);
-	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
-		off += e->msg.nlmsg_len - sizeof(e->msg);
-	if (NLMSG_LENGTH(off) > nlh->nlmsg_len)
-		return;
-	a = (const struct nlattr *)((const char *)e + NLMSG_ALIGN(off));
-	rem = nlh->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(off));
-	for (; nla_ok(a, rem); a = nla_next(a, &rem)) {
-		if ((a->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
-			snprintf(nl_errmsg, sizeof(nl_errmsg), "%.*s",
-				 nla_len(a), (const char *)nla_data(a));
-			return;
-		}
-	}
+		ret = mnl_cb_run2(buf, n, nl->seq, nl->portid, cb, arg, ctl,
+				  ARRAY_SIZE(ctl));
+	} while (n < 0 || ret > 0);
+	return ret < 0 ? -errno : 0;
 }
 
 /* ---- generic netlink ---- */
 
-/* Index the attributes after the generic netlink header of @nlh. */
-static void genl_parse(const struct nlmsghdr *nlh, const struct nlattr **tb,
-		       int max)
+/* Start a generic netlink request @cmd of @family in @nl. */
+static struct nlmsghdr *genl_req(struct nl *nl, int family, int cmd,
+				 int version, uint16_t flags)
 {
-	const struct genlmsghdr *g = NLMSG_DATA(nlh);
+	struct nlmsghdr *nlh = nl_req(nl, family, flags);
+	struct genlmsghdr *g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
 
-	nla_parse(tb, max, (const char *)g + GENL_HDRLEN,
-		  (int)nlh->nlmsg_len - (int)NLMSG_LENGTH(GENL_HDRLEN));
-}
-
-static int genl_family_id(struct nl *nl);
-
-struct genl_req {
-	struct nlmsghdr nlh;
-	struct genlmsghdr g;
-	char attrs[256];
-};
-
-static void genl_init(struct genl_req *r, int family, int cmd, int flags)
-{
-	memset(r, 0, sizeof(*r));
-	r->nlh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
-	r->nlh.nlmsg_type = family;
-	r->nlh.nlmsg_flags = NLM_F_REQUEST | flags;
-	r->g.cmd = cmd;
-	r->g.version = VISOCK_GENL_VERSION;
+	g->cmd = cmd;
+	g->version = version;
+	return nlh;
 }
 
 /* Id of the "events" multicast group, from the family lookup. */
 static int events_group = -1;
 
-static void family_cb(const struct nlmsghdr *nlh, void *arg)
+static int family_cb(const struct nlmsghdr *nlh, void *arg)
 {
 	const struct nlattr *tb[CTRL_ATTR_MAX + 1];
 	const struct nlattr *gt[CTRL_ATTR_MCAST_GRP_MAX + 1];
 	const struct nlattr *a;
-	int rem;
 
-	genl_parse(nlh, tb, CTRL_ATTR_MAX);
+	PARSE_GENL(nlh, tb, ctrl_pol);
 	if (tb[CTRL_ATTR_FAMILY_ID])
-		*(int *)arg = *(const uint16_t *)nla_data(tb[CTRL_ATTR_FAMILY_ID]);
+		*(int *)arg = mnl_attr_get_u16(tb[CTRL_ATTR_FAMILY_ID]);
 	if (!tb[CTRL_ATTR_MCAST_GROUPS])
-		return;
-	a = nla_data(tb[CTRL_ATTR_MCAST_GROUPS]);
-	rem = nla_len(tb[CTRL_ATTR_MCAST_GROUPS]);
-	for (; nla_ok(a, rem); a = nla_next(a, &rem)) {
-		nla_parse(gt, CTRL_ATTR_MCAST_GRP_MAX, nla_data(a), nla_len(a));
+		return MNL_CB_OK;
+	mnl_attr_for_each_nested(a, tb[CTRL_ATTR_MCAST_GROUPS]) {
+		PARSE_NEST(a, gt, mcgrp_pol);
 		if (gt[CTRL_ATTR_MCAST_GRP_NAME] && gt[CTRL_ATTR_MCAST_GRP_ID] &&
-		    nla_len(gt[CTRL_ATTR_MCAST_GRP_NAME]) ==
-		    sizeof(VISOCK_GENL_MCGRP_EVENTS) &&
-		    !memcmp(nla_data(gt[CTRL_ATTR_MCAST_GRP_NAME]),
-			    VISOCK_GENL_MCGRP_EVENTS,
-			    sizeof(VISOCK_GENL_MCGRP_EVENTS)))
-			events_group = (int)nla_u32(gt[CTRL_ATTR_MCAST_GRP_ID]);
+		    !strcmp(mnl_attr_get_str(gt[CTRL_ATTR_MCAST_GRP_NAME]),
+			    VISOCK_GENL_MCGRP_EVENTS))
+			events_group = (int)attr_u32(gt[CTRL_ATTR_MCAST_GRP_ID]);
 	}
+	return MNL_CB_OK;
 }
 
-static int genl_family_id(struct nl *nl)
+/* Open a generic netlink socket in @nl; returns the family's id. */
+static int genl_open(struct nl *nl)
 {
-	struct genl_req r;
+	struct nlmsghdr *nlh;
 	int id = -1, err;
 
-	genl_init(&r, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0);
-	r.g.version = 1;
-	nla_put(&r.nlh, CTRL_ATTR_FAMILY_NAME, VISOCK_GENL_NAME,
-		sizeof(VISOCK_GENL_NAME));
-	nl_send(nl, &r.nlh);
-	err = nl_recv(nl, family_cb, &id);
+	nl_open(nl, NETLINK_GENERIC);
+	nlh = genl_req(nl, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, 0);
+	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, VISOCK_GENL_NAME);
+	err = nl_talk(nl, family_cb, &id);
 	if (err == -ENOENT || (!err && id < 0))
 		die_nomod();
 	if (err)
@@ -324,30 +460,30 @@ static int genl_family_id(struct nl *nl)
 	return id;
 }
 
-static int genl_open(struct nl *nl)
+/* Start request @cmd of the visock family on a new socket @nl. */
+static struct nlmsghdr *visock_req(struct nl *nl, int cmd, uint16_t flags)
 {
-	nl_open(nl, NETLINK_GENERIC);
-	return genl_family_id(nl);
+	int fam = genl_open(nl);
+
+	return genl_req(nl, fam, cmd, VISOCK_GENL_VERSION, flags);
 }
 
-static void genl_simple(int cmd, const void *attr, int type, int len,
-			const char *what)
+/* A change: @cmd with a u8 attribute (@type, unless 0); dies on error. */
+static void genl_simple(int cmd, int type, uint8_t val, const char *what)
 {
-	struct genl_req r;
+	struct nlmsghdr *nlh;
 	struct nl nl;
-	int fam, err;
+	int err;
 
-	fam = genl_open(&nl);
-	genl_init(&r, fam, cmd, NLM_F_ACK);
-	if (attr)
-		nla_put(&r.nlh, type, attr, len);
-	nl_send(&nl, &r.nlh);
-	err = nl_recv(&nl, NULL, NULL);
+	nlh = visock_req(&nl, cmd, 0);
+	if (type)
+		mnl_attr_put_u8(nlh, type, val);
+	err = nl_talk(&nl, NULL, NULL);
 	if (err == -EPERM)
 		die(1, "%s: permission denied (needs CAP_NET_ADMIN)", what);
 	if (err)
 		die(1, "%s: %s", what, strerror(-err));
-	close(nl.fd);
+	nl_close(&nl);
 }
 
 /* ---- names ---- */
@@ -662,71 +798,47 @@ static void print_socket(const struct visock_diag_msg *m,
 	o->count++;
 }
 
-static void diag_cb(const struct nlmsghdr *nlh, void *arg)
+static int diag_cb(const struct nlmsghdr *nlh, void *arg)
 {
-	const struct visock_diag_msg *m = NLMSG_DATA(nlh);
+	const struct visock_diag_msg *m = mnl_nlmsg_get_payload(nlh);
 	const struct nlattr *tb[VISOCK_DIAG_MAX + 1];
 	struct visock_diag_link link;
 	struct visock_diag_ring ring;
 	struct visock_info vi;
-	bool have_vi = false, have_ring = false, have_link = false;
 
-	if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
-		return;
-	nla_parse(tb, VISOCK_DIAG_MAX, (const char *)m + NLMSG_ALIGN(sizeof(*m)),
-		  nlh->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(*m))));
-	/* Structures only grow: copy what the kernel sent, zero the rest. */
-	memset(&vi, 0, sizeof(vi));
-	memset(&ring, 0, sizeof(ring));
-	memset(&link, 0, sizeof(link));
-	if (tb[VISOCK_DIAG_INFO]) {
-		memcpy(&vi, nla_data(tb[VISOCK_DIAG_INFO]),
-		       (size_t)nla_len(tb[VISOCK_DIAG_INFO]) < sizeof(vi) ?
-		       (size_t)nla_len(tb[VISOCK_DIAG_INFO]) : sizeof(vi));
-		have_vi = true;
-	}
-	if (tb[VISOCK_DIAG_RING]) {
-		memcpy(&ring, nla_data(tb[VISOCK_DIAG_RING]),
-		       (size_t)nla_len(tb[VISOCK_DIAG_RING]) < sizeof(ring) ?
-		       (size_t)nla_len(tb[VISOCK_DIAG_RING]) : sizeof(ring));
-		have_ring = true;
-	}
-	if (tb[VISOCK_DIAG_LINK]) {
-		memcpy(&link, nla_data(tb[VISOCK_DIAG_LINK]),
-		       (size_t)nla_len(tb[VISOCK_DIAG_LINK]) < sizeof(link) ?
-		       (size_t)nla_len(tb[VISOCK_DIAG_LINK]) : sizeof(link));
-		link.vdl_dev[sizeof(link.vdl_dev) - 1] = 0;
-		have_link = true;
-	}
-	print_socket(m, have_vi ? &vi : NULL, have_ring ? &ring : NULL,
-		     have_link ? &link : NULL, !!tb[VISOCK_DIAG_BUSY], arg);
+	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*m)))
+		return MNL_CB_OK;
+	PARSE_MSG(nlh, sizeof(*m), tb, diag_pol);
+	attr_struct(tb[VISOCK_DIAG_INFO], &vi, sizeof(vi));
+	attr_struct(tb[VISOCK_DIAG_RING], &ring, sizeof(ring));
+	attr_struct(tb[VISOCK_DIAG_LINK], &link, sizeof(link));
+	link.vdl_dev[sizeof(link.vdl_dev) - 1] = 0;
+	print_socket(m, tb[VISOCK_DIAG_INFO] ? &vi : NULL,
+		     tb[VISOCK_DIAG_RING] ? &ring : NULL,
+		     tb[VISOCK_DIAG_LINK] ? &link : NULL,
+		     !!tb[VISOCK_DIAG_BUSY], arg);
+	return MNL_CB_OK;
 }
 
 static void diag_dump(uint32_t states, uint32_t modes, uint32_t ino,
 		      struct sock_filter_opts *o)
 {
-	struct {
-		struct nlmsghdr nlh;
-		struct visock_diag_req req;
-	} r;
+	struct visock_diag_req *req;
 	struct nl nl;
 	int err;
 
 	nl_open(&nl, NETLINK_SOCK_DIAG);
-	memset(&r, 0, sizeof(r));
-	r.nlh.nlmsg_len = sizeof(r);
-	r.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-	r.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	r.req.sdiag_family = AF_VISOCK;
-	r.req.vdiag_states = states;
-	r.req.vdiag_modes = modes;
-	r.req.vdiag_ino = ino;
-	r.req.vdiag_show = VISOCK_SHOW_INFO | VISOCK_SHOW_RING |
-			   VISOCK_SHOW_LINK;
-	nl_send(&nl, &r.nlh);
+	req = mnl_nlmsg_put_extra_header(nl_req(&nl, SOCK_DIAG_BY_FAMILY,
+						NLM_F_DUMP), sizeof(*req));
+	req->sdiag_family = AF_VISOCK;
+	req->vdiag_states = states;
+	req->vdiag_modes = modes;
+	req->vdiag_ino = ino;
+	req->vdiag_show = VISOCK_SHOW_INFO | VISOCK_SHOW_RING |
+			  VISOCK_SHOW_LINK;
 	if (json)
 		printf("[");
-	err = nl_recv(&nl, diag_cb, o);
+	err = nl_talk(&nl, diag_cb, o);
 	if (err == -ENOENT)
 		die_nomod();
 	if (err)
@@ -735,7 +847,7 @@ static void diag_dump(uint32_t states, uint32_t modes, uint32_t ino,
 		printf("%s]\n", o->count ? "\n" : "");
 	else if (!o->count)
 		printf("no sockets\n");
-	close(nl.fd);
+	nl_close(&nl);
 }
 
 /* ---- links and peers (generic netlink) ---- */
@@ -759,24 +871,6 @@ struct link_rec {
 	struct sock_rec sock;
 };
 
-static void nla_bin(const struct nlattr *a, void *out, size_t len)
-{
-	if (a && (size_t)nla_len(a) == len)
-		memcpy(out, nla_data(a), len);
-}
-
-static void nla_str(const struct nlattr *a, char *out, size_t len)
-{
-	size_t n;
-
-	out[0] = '\0';
-	if (!a || nla_len(a) < 1)
-		return;
-	n = (size_t)nla_len(a) < len ? (size_t)nla_len(a) : len;
-	memcpy(out, nla_data(a), n);
-	out[n - 1] = '\0';
-}
-
 static void parse_sock(const struct nlattr *nest, struct sock_rec *r)
 {
 	const struct nlattr *t[VISOCK_SOCK_A_MAX + 1];
@@ -784,40 +878,38 @@ static void parse_sock(const struct nlattr *nest, struct sock_rec *r)
 	memset(r, 0, sizeof(*r));
 	if (!nest)
 		return;
-	nla_parse(t, VISOCK_SOCK_A_MAX, nla_data(nest), nla_len(nest));
-	r->id = nla_u64(t[VISOCK_SOCK_A_ID]);
-	r->ino = nla_u32(t[VISOCK_SOCK_A_INO]);
-	r->family = nla_u8(t[VISOCK_SOCK_A_IP_FAMILY]);
-	nla_bin(t[VISOCK_SOCK_A_SRC], r->src, sizeof(r->src));
-	nla_bin(t[VISOCK_SOCK_A_DST], r->dst, sizeof(r->dst));
-	if (t[VISOCK_SOCK_A_SPORT] && nla_len(t[VISOCK_SOCK_A_SPORT]) >= 2)
-		memcpy(&r->sport, nla_data(t[VISOCK_SOCK_A_SPORT]), 2);
-	if (t[VISOCK_SOCK_A_DPORT] && nla_len(t[VISOCK_SOCK_A_DPORT]) >= 2)
-		memcpy(&r->dport, nla_data(t[VISOCK_SOCK_A_DPORT]), 2);
+	PARSE_NEST(nest, t, sock_pol);
+	r->id = attr_u64(t[VISOCK_SOCK_A_ID]);
+	r->ino = attr_u32(t[VISOCK_SOCK_A_INO]);
+	r->family = attr_u8(t[VISOCK_SOCK_A_IP_FAMILY]);
+	attr_bin(t[VISOCK_SOCK_A_SRC], r->src, sizeof(r->src));
+	attr_bin(t[VISOCK_SOCK_A_DST], r->dst, sizeof(r->dst));
+	r->sport = attr_u16(t[VISOCK_SOCK_A_SPORT], 0);
+	r->dport = attr_u16(t[VISOCK_SOCK_A_DPORT], 0);
 	fmt_addr(r->local, sizeof(r->local), r->family, r->src,
 		 htons(r->sport));
 	fmt_addr(r->peer, sizeof(r->peer), r->family, r->dst,
 		 htons(r->dport));
 }
 
-/* VISOCK_LINK_A_* attributes in [@data, @data + @len) */
-static void parse_link(const void *data, int len, struct link_rec *r)
+/* The VISOCK_LINK_A_* attributes in @nest (zeros if NULL). */
+static void parse_link(const struct nlattr *nest, struct link_rec *r)
 {
 	const struct nlattr *t[VISOCK_LINK_A_MAX + 1];
 
 	memset(r, 0, sizeof(*r));
-	nla_parse(t, VISOCK_LINK_A_MAX, data, len);
-	nla_str(t[VISOCK_LINK_A_DEV], r->dev, sizeof(r->dev));
-	r->port = nla_u32(t[VISOCK_LINK_A_PORT]);
-	r->qpn = nla_u32(t[VISOCK_LINK_A_QPN]);
-	r->peer_qpn = nla_u32(t[VISOCK_LINK_A_PEER_QPN]);
-	r->state = nla_u8(t[VISOCK_LINK_A_STATE]);
-	nla_bin(t[VISOCK_LINK_A_GID], r->gid, sizeof(r->gid));
-	nla_bin(t[VISOCK_LINK_A_PEER_GID], r->peer_gid, sizeof(r->peer_gid));
-	r->reg_bytes = nla_u64(t[VISOCK_LINK_A_REG_BYTES]);
-	r->wr_posted = nla_u64(t[VISOCK_LINK_A_WR_POSTED]);
-	r->wc_ok = nla_u64(t[VISOCK_LINK_A_WC_OK]);
-	r->wc_err = nla_u64(t[VISOCK_LINK_A_WC_ERR]);
+	PARSE_NEST(nest, t, link_pol);
+	attr_str(t[VISOCK_LINK_A_DEV], r->dev, sizeof(r->dev));
+	r->port = attr_u32(t[VISOCK_LINK_A_PORT]);
+	r->qpn = attr_u32(t[VISOCK_LINK_A_QPN]);
+	r->peer_qpn = attr_u32(t[VISOCK_LINK_A_PEER_QPN]);
+	r->state = attr_u8(t[VISOCK_LINK_A_STATE]);
+	attr_bin(t[VISOCK_LINK_A_GID], r->gid, sizeof(r->gid));
+	attr_bin(t[VISOCK_LINK_A_PEER_GID], r->peer_gid, sizeof(r->peer_gid));
+	r->reg_bytes = attr_u64(t[VISOCK_LINK_A_REG_BYTES]);
+	r->wr_posted = attr_u64(t[VISOCK_LINK_A_WR_POSTED]);
+	r->wc_ok = attr_u64(t[VISOCK_LINK_A_WC_OK]);
+	r->wc_err = attr_u64(t[VISOCK_LINK_A_WC_ERR]);
 	parse_sock(t[VISOCK_LINK_A_SOCK], &r->sock);
 }
 
@@ -826,40 +918,37 @@ struct link_list {
 	size_t n, cap;
 };
 
-static void links_cb(const struct nlmsghdr *nlh, void *arg)
+static int links_cb(const struct nlmsghdr *nlh, void *arg)
 {
 	const struct nlattr *tb[VISOCK_A_MAX + 1];
 	struct link_list *l = arg;
 
-	genl_parse(nlh, tb, VISOCK_A_MAX);
+	PARSE_GENL(nlh, tb, genl_pol);
 	if (!tb[VISOCK_A_LINK])
-		return;
+		return MNL_CB_OK;
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 64;
 		l->v = realloc(l->v, l->cap * sizeof(*l->v));
 		if (!l->v)
 			die(1, "out of memory");
 	}
-	parse_link(nla_data(tb[VISOCK_A_LINK]), nla_len(tb[VISOCK_A_LINK]),
-		   &l->v[l->n++]);
+	parse_link(tb[VISOCK_A_LINK], &l->v[l->n++]);
+	return MNL_CB_OK;
 }
 
 static void links_get(struct link_list *l)
 {
-	struct genl_req r;
 	struct nl nl;
-	int fam, err;
+	int err;
 
 	memset(l, 0, sizeof(*l));
-	fam = genl_open(&nl);
-	genl_init(&r, fam, VISOCK_CMD_GET_LINKS, NLM_F_DUMP);
-	nl_send(&nl, &r.nlh);
-	err = nl_recv(&nl, links_cb, l);
+	visock_req(&nl, VISOCK_CMD_GET_LINKS, NLM_F_DUMP);
+	err = nl_talk(&nl, links_cb, l);
 	if (err == -EOPNOTSUPP || err == -EINVAL)
 		die_nomod();
 	if (err)
 		die(1, "link dump: %s", strerror(-err));
-	close(nl.fd);
+	nl_close(&nl);
 }
 
 static void cmd_links(void)
@@ -1018,34 +1107,29 @@ static const char *event_name(unsigned int t)
 	return t < ARRAY_SIZE(n) ? n[t] : "unknown";
 }
 
-static void event_cb(const struct nlmsghdr *nlh, void *arg)
+static int event_cb(const struct nlmsghdr *nlh, void *arg)
 {
-	const struct genlmsghdr *g = NLMSG_DATA(nlh);
+	const struct genlmsghdr *g = mnl_nlmsg_get_payload(nlh);
 	const struct nlattr *tb[VISOCK_A_MAX + 1];
 	const struct nlattr *et[VISOCK_EVENT_A_MAX + 1];
 	struct link_rec link;
 	struct sock_rec sock;
 	char dev[64];
 	unsigned int type;
-	int32_t error = 0;
+	int32_t error;
 
 	(void)arg;
-	if (nlh->nlmsg_len < NLMSG_LENGTH(GENL_HDRLEN) ||
+	if (nlh->nlmsg_len < mnl_nlmsg_size(GENL_HDRLEN) ||
 	    g->cmd != VISOCK_CMD_EVENT)
-		return;
-	genl_parse(nlh, tb, VISOCK_A_MAX);
+		return MNL_CB_OK;
+	PARSE_GENL(nlh, tb, genl_pol);
 	if (!tb[VISOCK_A_EVENT])
-		return;
-	nla_parse(et, VISOCK_EVENT_A_MAX, nla_data(tb[VISOCK_A_EVENT]),
-		  nla_len(tb[VISOCK_A_EVENT]));
-	type = nla_u8(et[VISOCK_EVENT_A_TYPE]);
-	nla_str(et[VISOCK_EVENT_A_DEV], dev, sizeof(dev));
-	if (et[VISOCK_EVENT_A_ERROR])
-		error = (int32_t)nla_u32(et[VISOCK_EVENT_A_ERROR]);
-	memset(&link, 0, sizeof(link));
-	if (et[VISOCK_EVENT_A_LINK])
-		parse_link(nla_data(et[VISOCK_EVENT_A_LINK]),
-			   nla_len(et[VISOCK_EVENT_A_LINK]), &link);
+		return MNL_CB_OK;
+	PARSE_NEST(tb[VISOCK_A_EVENT], et, event_pol);
+	type = attr_u8(et[VISOCK_EVENT_A_TYPE]);
+	attr_str(et[VISOCK_EVENT_A_DEV], dev, sizeof(dev));
+	error = (int32_t)attr_u32(et[VISOCK_EVENT_A_ERROR]);
+	parse_link(et[VISOCK_EVENT_A_LINK], &link);
 	parse_sock(et[VISOCK_EVENT_A_SOCK], &sock);
 
 	if (json) {
@@ -1057,7 +1141,7 @@ static void event_cb(const struct nlmsghdr *nlh, void *arg)
 			json_string(&f, "device", dev);
 		if (et[VISOCK_EVENT_A_REASON])
 			json_string(&f, "reason",
-				    fb_name(nla_u8(et[VISOCK_EVENT_A_REASON])));
+				    fb_name(attr_u8(et[VISOCK_EVENT_A_REASON])));
 		if (et[VISOCK_EVENT_A_ERROR])
 			json_int(&f, "error", error);
 		if (et[VISOCK_EVENT_A_LINK]) {
@@ -1079,7 +1163,7 @@ static void event_cb(const struct nlmsghdr *nlh, void *arg)
 			json_string(&f, "peer", sock.peer);
 		}
 		printf("}\n");
-		return;
+		return MNL_CB_OK;
 	}
 	printf("%s", event_name(type));
 	if (dev[0])
@@ -1088,31 +1172,31 @@ static void event_cb(const struct nlmsghdr *nlh, void *arg)
 		printf(" port %u qpn %u peer_qpn %u", link.port, link.qpn,
 		       link.peer_qpn);
 	if (et[VISOCK_EVENT_A_REASON])
-		printf(" reason %s", fb_name(nla_u8(et[VISOCK_EVENT_A_REASON])));
+		printf(" reason %s", fb_name(attr_u8(et[VISOCK_EVENT_A_REASON])));
 	if (et[VISOCK_EVENT_A_ERROR])
 		printf(" error %d (%s)", error, strerror(-error));
 	if (et[VISOCK_EVENT_A_SOCK])
 		printf(" %s -> %s id %" PRIu64, sock.local, sock.peer, sock.id);
 	printf("\n");
+	return MNL_CB_OK;
 }
 
 /* Print events as they come, one per line, until killed. */
 static void cmd_monitor(void)
 {
 	static uint64_t buf[BUF_SIZE / 8];
-	struct nlmsghdr *nlh;
 	struct nl nl;
 	ssize_t n;
 
 	genl_open(&nl);
 	if (events_group < 0)
 		die_nomod();
-	if (setsockopt(nl.fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP,
-		       &events_group, sizeof(events_group)) < 0)
+	if (mnl_socket_setsockopt(nl.sk, NETLINK_ADD_MEMBERSHIP, &events_group,
+				  sizeof(events_group)) < 0)
 		die(1, "joining the events group: %s", strerror(errno));
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (;;) {
-		n = recv(nl.fd, buf, sizeof(buf), 0);
+		n = mnl_socket_recvfrom(nl.sk, buf, sizeof(buf));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1124,9 +1208,8 @@ static void cmd_monitor(void)
 			}
 			die(1, "netlink receive: %s", strerror(errno));
 		}
-		for (nlh = (struct nlmsghdr *)buf; NLMSG_OK(nlh, (size_t)n);
-		     nlh = NLMSG_NEXT(nlh, n))
-			event_cb(nlh, NULL);
+		/* Events have sequence number 0 and come from the kernel. */
+		mnl_cb_run(buf, n, 0, 0, event_cb, NULL);
 	}
 }
 
@@ -1190,7 +1273,7 @@ static const struct {
 	{ VISOCK_STATS_A_LGR_STALE, "lgr_stale_dropped" },
 };
 
-static void stats_cb(const struct nlmsghdr *nlh, void *arg)
+static int stats_cb(const struct nlmsghdr *nlh, void *arg)
 {
 	const struct nlattr *tb[VISOCK_A_MAX + 1];
 	const struct nlattr *st[VISOCK_STATS_A_MAX + 1];
@@ -1199,24 +1282,20 @@ static void stats_cb(const struct nlmsghdr *nlh, void *arg)
 	bool first = true;
 
 	(void)arg;
-	genl_parse(nlh, tb, VISOCK_A_MAX);
+	PARSE_GENL(nlh, tb, genl_pol);
 	if (!tb[VISOCK_A_STATS])
 		die(1, "statistics: no statistics in the answer");
-	nla_parse(st, VISOCK_STATS_A_MAX, nla_data(tb[VISOCK_A_STATS]),
-		  nla_len(tb[VISOCK_A_STATS]));
-	memset(fb, 0, sizeof(fb));
-	if (st[VISOCK_STATS_A_FALLBACK])
-		nla_parse(fb, VISOCK_FB_MAX, nla_data(st[VISOCK_STATS_A_FALLBACK]),
-			  nla_len(st[VISOCK_STATS_A_FALLBACK]));
+	PARSE_NEST(tb[VISOCK_A_STATS], st, stats_pol);
+	PARSE_NEST(st[VISOCK_STATS_A_FALLBACK], fb, fb_pol);
 
 	if (json) {
-		printf("{\"enable\":%u", nla_u8(tb[VISOCK_A_ENABLE]));
+		printf("{\"enable\":%u", attr_u8(tb[VISOCK_A_ENABLE]));
 		first = false;
 	} else {
-		printf("%-24s %u\n", "enable", nla_u8(tb[VISOCK_A_ENABLE]));
+		printf("%-24s %u\n", "enable", attr_u8(tb[VISOCK_A_ENABLE]));
 	}
 	for (i = 0; i < ARRAY_SIZE(stat_names); i++) {
-		uint64_t v = nla_u64(st[stat_names[i].type]);
+		uint64_t v = attr_u64(st[stat_names[i].type]);
 
 		if (json)
 			printf("%s\"%s\":%" PRIu64, first ? "{" : ",",
@@ -1226,7 +1305,7 @@ static void stats_cb(const struct nlmsghdr *nlh, void *arg)
 		first = false;
 	}
 	for (i = 1; i <= VISOCK_FB_MAX; i++) {
-		uint64_t v = nla_u64(fb[i]);
+		uint64_t v = attr_u64(fb[i]);
 
 		if (json)
 			printf(",\"fallback_%s\":%" PRIu64, fb_name(i), v);
@@ -1235,124 +1314,123 @@ static void stats_cb(const struct nlmsghdr *nlh, void *arg)
 	}
 	if (json)
 		printf("}\n");
+	return MNL_CB_OK;
 }
 
 static void cmd_stats(bool reset)
 {
-	struct genl_req r;
 	struct nl nl;
-	int fam, err;
+	int err;
 
 	if (reset)
-		genl_simple(VISOCK_CMD_RESET_STATS, NULL, 0, 0,
+		genl_simple(VISOCK_CMD_RESET_STATS, 0, 0,
 			    "resetting the statistics");
-	fam = genl_open(&nl);
-	genl_init(&r, fam, VISOCK_CMD_GET_STATS, 0);
-	nl_send(&nl, &r.nlh);
-	err = nl_recv(&nl, stats_cb, NULL);
+	visock_req(&nl, VISOCK_CMD_GET_STATS, 0);
+	err = nl_talk(&nl, stats_cb, NULL);
 	if (err)
 		die(1, "statistics: %s", strerror(-err));
-	close(nl.fd);
+	nl_close(&nl);
 }
 
 /* ---- devices ---- */
 
-static void dev_cb(const struct nlmsghdr *nlh, void *arg)
+/* One GID of a port (VISOCK_PORT_A_GID); returns whether it printed. */
+static bool print_gid(const struct nlattr *nest, unsigned int ngids)
 {
-	const struct nlattr *tb[VISOCK_A_MAX + 1];
-	const struct nlattr *dt[VISOCK_DEV_A_MAX + 1];
-	const struct nlattr *pt[VISOCK_PORT_A_MAX + 1];
 	const struct nlattr *gt[VISOCK_GID_A_MAX + 1];
-	const struct nlattr *a, *ga;
-	unsigned int *count = arg, nports = 0, ngids;
 	char gid[INET6_ADDRSTRLEN];
 	const char *name;
-	int rem, grem;
 
-	genl_parse(nlh, tb, VISOCK_A_MAX);
-	if (!tb[VISOCK_A_DEV])
-		return;
-	nla_parse(dt, VISOCK_DEV_A_MAX, nla_data(tb[VISOCK_A_DEV]),
-		  nla_len(tb[VISOCK_A_DEV]));
-	name = dt[VISOCK_DEV_A_NAME] ? nla_data(dt[VISOCK_DEV_A_NAME]) : "?";
+	PARSE_NEST(nest, gt, gid_pol);
+	if (!gt[VISOCK_GID_A_GID])
+		return false;
+	fmt_gid(gid, sizeof(gid), mnl_attr_get_payload(gt[VISOCK_GID_A_GID]));
+	name = gt[VISOCK_GID_A_IFNAME] ?
+	       mnl_attr_get_str(gt[VISOCK_GID_A_IFNAME]) : "";
 	if (json)
-		printf("%s\n  {\"name\":\"%s\",\"links\":%u,\"ports\":[",
-		       *count ? "," : "", json_esc(name),
-		       nla_u32(dt[VISOCK_DEV_A_LINKS]));
+		printf("%s{\"index\":%u,\"gid\":\"%s\","
+		       "\"netdev\":\"%s\",\"ifindex\":%u}",
+		       ngids ? "," : "", attr_u32(gt[VISOCK_GID_A_INDEX]), gid,
+		       json_esc(name), attr_u32(gt[VISOCK_GID_A_IFINDEX]));
 	else
-		printf("%s: links %u\n", name, nla_u32(dt[VISOCK_DEV_A_LINKS]));
-	(*count)++;
+		printf("    gid %-3u %-40s netdev %s\n",
+		       attr_u32(gt[VISOCK_GID_A_INDEX]), gid, name);
+	return true;
+}
 
-	/* Ports are repeated attributes: walk the nest by hand. */
-	a = nla_data(tb[VISOCK_A_DEV]);
-	rem = nla_len(tb[VISOCK_A_DEV]);
-	for (; nla_ok(a, rem); a = nla_next(a, &rem)) {
-		if ((a->nla_type & NLA_TYPE_MASK) != VISOCK_DEV_A_PORT)
-			continue;
-		nla_parse(pt, VISOCK_PORT_A_MAX, nla_data(a), nla_len(a));
-		if (json)
-			printf("%s{\"port\":%u,\"state\":\"%s\",\"gids\":[",
-			       nports ? "," : "", nla_u32(pt[VISOCK_PORT_A_NUM]),
-			       port_state_name(nla_u8(pt[VISOCK_PORT_A_STATE])));
-		else
-			printf("  port %u state %s\n",
-			       nla_u32(pt[VISOCK_PORT_A_NUM]),
-			       port_state_name(nla_u8(pt[VISOCK_PORT_A_STATE])));
-		nports++;
-		ngids = 0;
-		ga = nla_data(a);
-		grem = nla_len(a);
-		for (; nla_ok(ga, grem); ga = nla_next(ga, &grem)) {
-			if ((ga->nla_type & NLA_TYPE_MASK) != VISOCK_PORT_A_GID)
-				continue;
-			nla_parse(gt, VISOCK_GID_A_MAX, nla_data(ga),
-				  nla_len(ga));
-			if (!gt[VISOCK_GID_A_GID] ||
-			    nla_len(gt[VISOCK_GID_A_GID]) != 16)
-				continue;
-			fmt_gid(gid, sizeof(gid), nla_data(gt[VISOCK_GID_A_GID]));
-			name = gt[VISOCK_GID_A_IFNAME] ?
-			       nla_data(gt[VISOCK_GID_A_IFNAME]) : "";
-			if (json)
-				printf("%s{\"index\":%u,\"gid\":\"%s\","
-				       "\"netdev\":\"%s\",\"ifindex\":%u}",
-				       ngids ? "," : "",
-				       nla_u32(gt[VISOCK_GID_A_INDEX]), gid,
-				       json_esc(name),
-				       nla_u32(gt[VISOCK_GID_A_IFINDEX]));
-			else
-				printf("    gid %-3u %-40s netdev %s\n",
-				       nla_u32(gt[VISOCK_GID_A_INDEX]), gid,
-				       name);
-			ngids++;
-		}
-		if (json)
-			printf("]}");
-	}
+/* One port of a device (VISOCK_DEV_A_PORT) and its GIDs. */
+static void print_port(const struct nlattr *nest, unsigned int nports)
+{
+	const struct nlattr *pt[VISOCK_PORT_A_MAX + 1];
+	const struct nlattr *a;
+	unsigned int ngids = 0;
+
+	PARSE_NEST(nest, pt, port_pol);
+	if (json)
+		printf("%s{\"port\":%u,\"state\":\"%s\",\"gids\":[",
+		       nports ? "," : "", attr_u32(pt[VISOCK_PORT_A_NUM]),
+		       port_state_name(attr_u8(pt[VISOCK_PORT_A_STATE])));
+	else
+		printf("  port %u state %s\n", attr_u32(pt[VISOCK_PORT_A_NUM]),
+		       port_state_name(attr_u8(pt[VISOCK_PORT_A_STATE])));
+	/* GIDs are repeated attributes: walk the nest. */
+	mnl_attr_for_each_nested(a, nest)
+		if (mnl_attr_get_type(a) == VISOCK_PORT_A_GID &&
+		    !mnl_attr_validate(a, MNL_TYPE_NESTED))
+			ngids += print_gid(a, ngids);
 	if (json)
 		printf("]}");
 }
 
+static int dev_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct nlattr *tb[VISOCK_A_MAX + 1];
+	const struct nlattr *dt[VISOCK_DEV_A_MAX + 1];
+	const struct nlattr *a;
+	unsigned int *count = arg, nports = 0;
+	const char *name;
+
+	PARSE_GENL(nlh, tb, genl_pol);
+	if (!tb[VISOCK_A_DEV])
+		return MNL_CB_OK;
+	PARSE_NEST(tb[VISOCK_A_DEV], dt, dev_pol);
+	name = dt[VISOCK_DEV_A_NAME] ?
+	       mnl_attr_get_str(dt[VISOCK_DEV_A_NAME]) : "?";
+	if (json)
+		printf("%s\n  {\"name\":\"%s\",\"links\":%u,\"ports\":[",
+		       *count ? "," : "", json_esc(name),
+		       attr_u32(dt[VISOCK_DEV_A_LINKS]));
+	else
+		printf("%s: links %u\n", name, attr_u32(dt[VISOCK_DEV_A_LINKS]));
+	(*count)++;
+
+	/* Ports are repeated attributes: walk the nest. */
+	mnl_attr_for_each_nested(a, tb[VISOCK_A_DEV])
+		if (mnl_attr_get_type(a) == VISOCK_DEV_A_PORT &&
+		    !mnl_attr_validate(a, MNL_TYPE_NESTED))
+			print_port(a, nports++);
+	if (json)
+		printf("]}");
+	return MNL_CB_OK;
+}
+
 static void cmd_devices(void)
 {
-	struct genl_req r;
 	unsigned int count = 0;
 	struct nl nl;
-	int fam, err;
+	int err;
 
-	fam = genl_open(&nl);
-	genl_init(&r, fam, VISOCK_CMD_GET_DEVICES, NLM_F_DUMP);
-	nl_send(&nl, &r.nlh);
+	visock_req(&nl, VISOCK_CMD_GET_DEVICES, NLM_F_DUMP);
 	if (json)
 		printf("[");
-	err = nl_recv(&nl, dev_cb, &count);
+	err = nl_talk(&nl, dev_cb, &count);
 	if (err)
 		die(1, "devices: %s", strerror(-err));
 	if (json)
 		printf("%s]\n", count ? "\n" : "");
 	else if (!count)
 		printf("no RDMA devices\n");
-	close(nl.fd);
+	nl_close(&nl);
 }
 
 /* ---- destination policy ---- */
@@ -1362,106 +1440,96 @@ static const char *action_name(unsigned int a)
 	return a == VISOCK_POLICY_DENY ? "deny" : "allow";
 }
 
-static void default_cb(const struct nlmsghdr *nlh, void *arg)
+static int default_cb(const struct nlmsghdr *nlh, void *arg)
 {
-	const struct genlmsghdr *g = NLMSG_DATA(nlh);
 	const struct nlattr *tb[VISOCK_A_MAX + 1];
 
-	nla_parse(tb, VISOCK_A_MAX, (const char *)g + GENL_HDRLEN,
-		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	PARSE_GENL(nlh, tb, genl_pol);
 	*(int *)arg = tb[VISOCK_A_POLICY_DEFAULT] ?
-		      nla_u8(tb[VISOCK_A_POLICY_DEFAULT]) : -1;
+		      attr_u8(tb[VISOCK_A_POLICY_DEFAULT]) : -1;
+	return MNL_CB_OK;
 }
 
 static int policy_default(void)
 {
-	struct genl_req r;
 	struct nl nl;
-	int fam, err, dflt = -1;
+	int err, dflt = -1;
 
-	fam = genl_open(&nl);
-	genl_init(&r, fam, VISOCK_CMD_GET_STATS, 0);
-	nl_send(&nl, &r.nlh);
-	err = nl_recv(&nl, default_cb, &dflt);
+	visock_req(&nl, VISOCK_CMD_GET_STATS, 0);
+	err = nl_talk(&nl, default_cb, &dflt);
 	if (err)
 		die(1, "policy: %s", strerror(-err));
 	if (dflt < 0)
 		die_nomod();
-	close(nl.fd);
+	nl_close(&nl);
 	return dflt;
 }
 
-static void rule_cb(const struct nlmsghdr *nlh, void *arg)
+static int rule_cb(const struct nlmsghdr *nlh, void *arg)
 {
-	const struct genlmsghdr *g = NLMSG_DATA(nlh);
 	const struct nlattr *tb[VISOCK_A_MAX + 1];
 	const struct nlattr *rt[VISOCK_RULE_A_MAX + 1];
 	char addr[INET6_ADDRSTRLEN + 8] = "", ports[16] = "";
 	unsigned int *count = arg, lo, hi;
 
-	if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
-		die(1, "policy: the rules changed while being listed; try again");
-	nla_parse(tb, VISOCK_A_MAX, (const char *)g + GENL_HDRLEN,
-		  nlh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
+	PARSE_GENL(nlh, tb, genl_pol);
 	if (!tb[VISOCK_A_RULE])
-		return;
-	nla_parse(rt, VISOCK_RULE_A_MAX, nla_data(tb[VISOCK_A_RULE]),
-		  nla_len(tb[VISOCK_A_RULE]));
+		return MNL_CB_OK;
+	PARSE_NEST(tb[VISOCK_A_RULE], rt, rule_pol);
 	if (rt[VISOCK_RULE_A_ADDR4] || rt[VISOCK_RULE_A_ADDR6]) {
 		int fam = rt[VISOCK_RULE_A_ADDR4] ? AF_INET : AF_INET6;
 		const struct nlattr *a = fam == AF_INET ?
 			rt[VISOCK_RULE_A_ADDR4] : rt[VISOCK_RULE_A_ADDR6];
 		size_t n;
 
-		inet_ntop(fam, nla_data(a), addr, INET6_ADDRSTRLEN);
+		inet_ntop(fam, mnl_attr_get_payload(a), addr, INET6_ADDRSTRLEN);
 		n = strlen(addr);
 		snprintf(addr + n, sizeof(addr) - n, "/%u",
-			 nla_u8(rt[VISOCK_RULE_A_PREFIXLEN]));
+			 attr_u8(rt[VISOCK_RULE_A_PREFIXLEN]));
 	}
-	lo = rt[VISOCK_RULE_A_PORT_MIN] ?
-	     *(const uint16_t *)nla_data(rt[VISOCK_RULE_A_PORT_MIN]) : 0;
-	hi = rt[VISOCK_RULE_A_PORT_MAX] ?
-	     *(const uint16_t *)nla_data(rt[VISOCK_RULE_A_PORT_MAX]) : 65535;
+	lo = attr_u16(rt[VISOCK_RULE_A_PORT_MIN], 0);
+	hi = attr_u16(rt[VISOCK_RULE_A_PORT_MAX], 65535);
 	if (lo == hi)
 		snprintf(ports, sizeof(ports), "%u", lo);
 	else if (lo != 0 || hi != 65535)
 		snprintf(ports, sizeof(ports), "%u-%u", lo, hi);
 	if (json) {
 		printf("%s{\"index\":%u,\"action\":\"%s\",\"to\":\"%s\",",
-		       *count ? "," : "", nla_u32(rt[VISOCK_RULE_A_INDEX]),
-		       action_name(nla_u8(rt[VISOCK_RULE_A_ACTION])),
+		       *count ? "," : "", attr_u32(rt[VISOCK_RULE_A_INDEX]),
+		       action_name(attr_u8(rt[VISOCK_RULE_A_ACTION])),
 		       addr[0] ? addr : "any");
 		printf("\"port_min\":%u,\"port_max\":%u}", lo, hi);
 	} else {
-		printf("%u: %s%s%s%s%s\n", nla_u32(rt[VISOCK_RULE_A_INDEX]),
-		       action_name(nla_u8(rt[VISOCK_RULE_A_ACTION])),
+		printf("%u: %s%s%s%s%s\n", attr_u32(rt[VISOCK_RULE_A_INDEX]),
+		       action_name(attr_u8(rt[VISOCK_RULE_A_ACTION])),
 		       addr[0] ? " to " : "", addr, ports[0] ? " port " : "",
 		       ports);
 	}
 	(*count)++;
+	return MNL_CB_OK;
 }
 
 static void policy_list(void)
 {
 	unsigned int count = 0;
-	struct genl_req r;
 	struct nl nl;
-	int fam, err, dflt;
+	int err, dflt;
 
 	dflt = policy_default();
-	fam = genl_open(&nl);
-	genl_init(&r, fam, VISOCK_CMD_POLICY_GET, NLM_F_DUMP);
-	nl_send(&nl, &r.nlh);
+	visock_req(&nl, VISOCK_CMD_POLICY_GET, NLM_F_DUMP);
 	if (json)
 		printf("{\"default\":\"%s\",\"rules\":[", action_name(dflt));
-	err = nl_recv(&nl, rule_cb, &count);
+	err = nl_talk(&nl, rule_cb, &count);
+	/* libmnl stops at a part of the dump marked NLM_F_DUMP_INTR. */
+	if (err == -EINTR)
+		die(1, "policy: the rules changed while being listed; try again");
 	if (err)
 		die(1, "policy: %s", strerror(-err));
 	if (json)
 		printf("]}\n");
 	else
 		printf("default %s\n", action_name(dflt));
-	close(nl.fd);
+	nl_close(&nl);
 }
 
 static uint32_t parse_num(const char *s, uint32_t max, const char *what)
@@ -1487,14 +1555,22 @@ static bool parse_action(const char *s, uint8_t *a)
 	return true;
 }
 
+/* Add an attribute to the rule in @nl; dies if the request is full. */
+static void rule_put(struct nl *nl, struct nlmsghdr *nlh, uint16_t type,
+		     size_t len, const void *data)
+{
+	if (!mnl_attr_put_check(nlh, sizeof(nl->req), type, len, data))
+		die(EXIT_USAGE, "policy: too many words");
+}
+
 /*
  * Build VISOCK_A_RULE from "[index N] [allow|deny] [to PREFIX]
- * [port P[-Q]]" into @r; returns the nest.
+ * [port P[-Q]]" into the request @nlh of @nl.
  */
-static void policy_rule(struct genl_req *r, int argc, char **argv)
+static void policy_rule(struct nl *nl, struct nlmsghdr *nlh, int argc,
+			char **argv)
 {
-	struct nlattr *nest = nla_put(&r->nlh, VISOCK_A_RULE | NLA_F_NESTED,
-				      NULL, 0);
+	struct nlattr *nest = mnl_attr_nest_start(nlh, VISOCK_A_RULE);
 	bool have_action = false, have_index = false;
 	uint8_t action, addr[16], plen;
 	uint16_t lo, hi;
@@ -1505,7 +1581,7 @@ static void policy_rule(struct genl_req *r, int argc, char **argv)
 		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (parse_action(argv[i], &action)) {
-			nla_put(&r->nlh, VISOCK_RULE_A_ACTION, &action, 1);
+			rule_put(nl, nlh, VISOCK_RULE_A_ACTION, 1, &action);
 			have_action = true;
 			continue;
 		}
@@ -1514,7 +1590,7 @@ static void policy_rule(struct genl_req *r, int argc, char **argv)
 		i++;
 		if (!strcmp(argv[i - 1], "index")) {
 			index = parse_num(next, VISOCK_POLICY_MAX_RULES, "index");
-			nla_put(&r->nlh, VISOCK_RULE_A_INDEX, &index, 4);
+			rule_put(nl, nlh, VISOCK_RULE_A_INDEX, 4, &index);
 			have_index = true;
 		} else if (!strcmp(argv[i - 1], "to")) {
 			char buf[INET6_ADDRSTRLEN], *slash;
@@ -1526,13 +1602,13 @@ static void policy_rule(struct genl_req *r, int argc, char **argv)
 				*slash++ = '\0';
 			if (inet_pton(v6 ? AF_INET6 : AF_INET, buf, addr) != 1)
 				die(EXIT_USAGE, "bad address '%s'", next);
-			nla_put(&r->nlh, v6 ? VISOCK_RULE_A_ADDR6 :
-				VISOCK_RULE_A_ADDR4, addr, v6 ? 16 : 4);
+			rule_put(nl, nlh, v6 ? VISOCK_RULE_A_ADDR6 :
+				 VISOCK_RULE_A_ADDR4, v6 ? 16 : 4, addr);
 			if (slash) {
 				plen = parse_num(slash, v6 ? 128 : 32,
 						 "prefix length");
-				nla_put(&r->nlh, VISOCK_RULE_A_PREFIXLEN,
-					&plen, 1);
+				rule_put(nl, nlh, VISOCK_RULE_A_PREFIXLEN, 1,
+					 &plen);
 			}
 		} else if (!strcmp(argv[i - 1], "port")) {
 			char buf[16], *dash;
@@ -1543,8 +1619,8 @@ static void policy_rule(struct genl_req *r, int argc, char **argv)
 				*dash++ = '\0';
 			lo = parse_num(buf, 65535, "port");
 			hi = dash ? parse_num(dash, 65535, "port") : lo;
-			nla_put(&r->nlh, VISOCK_RULE_A_PORT_MIN, &lo, 2);
-			nla_put(&r->nlh, VISOCK_RULE_A_PORT_MAX, &hi, 2);
+			rule_put(nl, nlh, VISOCK_RULE_A_PORT_MIN, 2, &lo);
+			rule_put(nl, nlh, VISOCK_RULE_A_PORT_MAX, 2, &hi);
 		} else {
 			die(EXIT_USAGE, "policy: unknown word '%s'",
 			    argv[i - 1]);
@@ -1552,21 +1628,19 @@ static void policy_rule(struct genl_req *r, int argc, char **argv)
 	}
 	if (!have_action && !have_index)
 		die(EXIT_USAGE, "policy: a rule needs allow or deny");
-	nest->nla_len = (char *)&r->nlh + r->nlh.nlmsg_len - (char *)nest;
+	mnl_attr_nest_end(nlh, nest);
 }
 
 static void policy_change(int cmd, int argc, char **argv, const char *what)
 {
-	struct genl_req r;
+	struct nlmsghdr *nlh;
 	struct nl nl;
-	int fam, err;
+	int err;
 
-	fam = genl_open(&nl);
-	genl_init(&r, fam, cmd, NLM_F_ACK);
+	nlh = visock_req(&nl, cmd, 0);
 	if (cmd != VISOCK_CMD_POLICY_FLUSH)
-		policy_rule(&r, argc, argv);
-	nl_send(&nl, &r.nlh);
-	err = nl_recv(&nl, NULL, NULL);
+		policy_rule(&nl, nlh, argc, argv);
+	err = nl_talk(&nl, NULL, NULL);
 	if (err == -EPERM)
 		die(1, "%s: permission denied (needs CAP_NET_ADMIN)", what);
 	if (err == -EEXIST)
@@ -1579,7 +1653,7 @@ static void policy_change(int cmd, int argc, char **argv, const char *what)
 	if (err)
 		die(1, "%s: %s%s%s", what, strerror(-err),
 		    nl_errmsg[0] ? ": " : "", nl_errmsg);
-	close(nl.fd);
+	nl_close(&nl);
 }
 
 static void cmd_policy(int argc, char **argv)
@@ -1605,7 +1679,7 @@ static void cmd_policy(int argc, char **argv)
 		}
 		if (argc > 2 || !parse_action(argv[1], &a))
 			die(EXIT_USAGE, "policy default: allow or deny");
-		genl_simple(VISOCK_CMD_SET, &a, VISOCK_A_POLICY_DEFAULT, 1,
+		genl_simple(VISOCK_CMD_SET, VISOCK_A_POLICY_DEFAULT, a,
 			    "setting the default policy");
 	} else {
 		die(EXIT_USAGE, "policy: unknown command '%s'", sub);
@@ -1829,7 +1903,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "enable") || !strcmp(cmd, "disable")) {
 		uint8_t v = !strcmp(cmd, "enable");
 
-		genl_simple(VISOCK_CMD_SET, &v, VISOCK_A_ENABLE, 1,
+		genl_simple(VISOCK_CMD_SET, VISOCK_A_ENABLE, v,
 			    "setting net.visock.enable");
 	} else {
 		fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
