@@ -26,7 +26,7 @@ usage() { sed -n '10,13s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 # sparse (the headers come with the kernels, below), the userspace tools
 # (visock_redirect: clang, bpftool, libbpf-dev; libc6-dev is only a
 # recommendation of gcc) and the link helper of the test bed (python3).
-build_pkgs=(gcc make libc6-dev sparse python3 clang bpftool libbpf-dev)
+build_pkgs=(gcc make libc6-dev sparse python3 clang bpftool libbpf-dev libmnl-dev)
 # make check: dkms for the DKMS stage, flex/bison/bc for the UML KUnit
 # kernel, iptables for the middlebox tests, iperf3, sockperf, nginx,
 # curl, wrk and redis for the apps selftests (the guests run the host's
