@@ -6,16 +6,21 @@
 #   vm.sh prepare [--kernel 6.1|6.12|6.12-debug|7.3|all]
 #   vm.sh kver 6.1|6.12|6.12-debug|7.3
 #   vm.sh check-path   (refuse a repository path the guests cannot use)
-#   vm.sh run   --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
-#   vm.sh start --kernel K [--timeout SECS]
-#   vm.sh exec  --kernel K [--timeout SECS] -- SCRIPT [ARGS...]
-#   vm.sh stop  --kernel K
-#   vm.sh status --kernel K
-#   vm.sh shell --kernel K --host a|b   (interactive shell on a started bed)
+#   vm.sh run   --kernel K [--kernel-b K] [--timeout SECS] -- SCRIPT [ARGS...]
+#   vm.sh start --kernel K [--kernel-b K] [--timeout SECS]
+#   vm.sh exec  --kernel K [--kernel-b K] [--timeout SECS] -- SCRIPT [ARGS...]
+#   vm.sh stop  --kernel K [--kernel-b K]
+#   vm.sh status --kernel K [--kernel-b K]
+#   vm.sh shell --kernel K [--kernel-b K] --host a|b   (shell on a started bed)
+#
+# --kernel-b boots host b with another kernel than host a (a mixed bed,
+# named <kver a>+<kver b>: its own state, ports and results directory).
 #
 # Environment:
 #   VISOCK_CACHE        cache root (default ~/.cache/visock)
-#   VISOCK_RESULTS_DIR  host results directory (default <repo>/build/vm-results/<kver>)
+#   VISOCK_RESULTS_DIR  host results directory (default
+#                       <repo>/build/vm-results/<kver>, <kver a>+<kver b>
+#                       on a mixed bed)
 #   VISOCK_VM_INSTANCE  test bed number 0..99 (default 0); separate numbers
 #                       give separate UDP ports and state directories
 #   VISOCK_VM_PORT_BASE first UDP port (default 27700)
@@ -122,7 +127,7 @@ now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
 secs() { awk -v ms="$1" 'BEGIN { printf "%.1f", ms / 1000 }'; }
 
 usage() {
-	sed -n '4,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '4,29s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit "${1:-2}"
 }
 
@@ -413,21 +418,45 @@ $(stat -c %Y "$modroot/lib/modules/$kver/modules.dep")"
 # Test bed state: one directory per (kernel, instance)
 # ---------------------------------------------------------------------------
 
-# setup_bed SERIES: sets kver, state, ctl, ports and the VM names.
+# setup_bed SERIES [SERIES_B]: sets kver_a and kver_b (the kernels of
+# hosts a and b), kver (the bed's name: the kernel, or "<kver_a>+<kver_b>"
+# on a mixed bed), state, ctl, ports and the VM names.
 setup_bed() {
-	local series=$1 slot block
+	local series=$1 series_b=${2:-$1} slot slot_b block
 	[[ $inst =~ ^[0-9]{1,2}$ ]] || die "VISOCK_VM_INSTANCE must be 0..99"
 	slot=$(series_slot "$series")
-	kver=$(resolve_kver "$series")
+	slot_b=$(series_slot "$series_b")
+	kver_a=$(resolve_kver "$series")
+	kver_b=$(resolve_kver "$series_b")
+	if [ "$kver_a" = "$kver_b" ]; then
+		kver=$kver_a
+		# Two ports per bed: a listens on port_a, b on port_b.
+		# Series come in blocks of two with 400 ports each (100
+		# instances x 2 series x 2 hosts), so a new series never
+		# moves the ports of an older one.
+		block=$((slot / 2))
+		port_a=$((port_base + block * 400 + inst * 4 + slot % 2 * 2))
+	else
+		kver=$kver_a+$kver_b
+		# Mixed beds: one block after room for 8 series; per
+		# instance one port pair for each order of the two kernels
+		# (two mixed beds of other kernels on one instance share
+		# ports: launch() refuses the second).
+		port_a=$((port_base + 4 * 400 + inst * 4 + (slot < slot_b ? 0 : 2)))
+	fi
+	port_b=$((port_a + 1))
 	state=$cache_root/$kver/inst$inst
 	ctl=$state/ctl
-	# Two ports per bed: a listens on port_a, b on port_b.  Series come
-	# in blocks of two with 400 ports each (100 instances x 2 series x
-	# 2 hosts), so a new series never moves the ports of an older one.
-	block=$((slot / 2))
-	port_a=$((port_base + block * 400 + inst * 4 + slot % 2 * 2))
-	port_b=$((port_a + 1))
 	mkdir -p "$state"
+}
+
+host_kver() { # HOST -> the kernel release that host boots
+	if [ "$1" = a ]; then echo "$kver_a"; else echo "$kver_b"; fi
+}
+
+ensure_initrds() { # the initramfs of both hosts' kernels
+	ensure_initrd "$kver_a"
+	[ "$kver_b" = "$kver_a" ] || ensure_initrd "$kver_b"
 }
 
 vm_name() { echo "visock-$1-$kver-i$inst"; }
@@ -469,7 +498,8 @@ wipe_dir() {
 
 # launch HOST MODE: boot one guest in the background.
 launch() {
-	local host=$1 mode=$2 mac my_port peer_port extra=()
+	local host=$1 mode=$2 mac my_port peer_port extra=() hk
+	hk=$(host_kver "$host")
 	if [ "$host" = a ]; then
 		my_port=$port_a peer_port=$port_b mac=52:54:00:77:00:0a
 	else
@@ -492,11 +522,11 @@ launch() {
 	python3 "$here/udp-link.py" "$my_port" "$peer_port" 3 \
 	"$qemu" \
 		-name "$(vm_name "$host")" \
-		-accel "$accel" -cpu "$cpu" -smp 1 -m "${mem:-$(vm_mem "$kver")}" \
+		-accel "$accel" -cpu "$cpu" -smp 1 -m "${mem:-$(vm_mem "$hk")}" \
 		-nodefaults -no-user-config -display none -monitor none -no-reboot \
 		-serial "file:$state/$host.serial.log" "${extra[@]}" \
-		-kernel "$(kernel_image "$kver")" \
-		-initrd "$cache_root/$kver/initrd.img" \
+		-kernel "$(kernel_image "$hk")" \
+		-initrd "$cache_root/$hk/initrd.img" \
 		-append "$(kernel_cmdline "$host" "$mode")" \
 		-fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap" \
 		-device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot \
@@ -507,7 +537,7 @@ launch() {
 		-fsdev "local,id=fsres,path=$(qemu_opt_path "$results"),security_model=none" \
 		-device virtio-9p-pci,fsdev=fsres,mount_tag=results \
 		-netdev "dgram,id=n0,local.type=fd,local.str=3" \
-		-device "$(vm_nic "$kver"),netdev=n0,mac=$mac" \
+		-device "$(vm_nic "$hk"),netdev=n0,mac=$mac" \
 		-daemonize -pidfile "$state/$host.qemu.pid" </dev/null
 	# Keep our own copy: QEMU removes its pid file when it exits.
 	cp "$state/$host.qemu.pid" "$state/$host.pid"
@@ -677,10 +707,11 @@ note_ready() { # HOST START_MS
 }
 
 parse_bed_args() { # sets series, timeout, job (array)
-	series='' timeout=600 job=() host_opt=''
+	series='' series_b='' timeout=600 job=() host_opt=''
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--kernel) series=${2:?}; shift 2 ;;
+		--kernel-b) series_b=${2:?}; shift 2 ;;
 		--timeout) timeout=${2:?}; shift 2 ;;
 		--host) host_opt=${2:?}; shift 2 ;;
 		--) shift; job=("$@"); break ;;
@@ -689,7 +720,7 @@ parse_bed_args() { # sets series, timeout, job (array)
 	done
 	[ -n "$series" ] || die "--kernel is required"
 	[[ $timeout =~ ^[0-9]+$ ]] || die "bad --timeout"
-	setup_bed "$series"
+	setup_bed "$series" "$series_b"
 }
 
 # The paths travel on the guests' kernel command line (at most 2047
@@ -706,18 +737,20 @@ check_repo_path() {
 }
 
 check_paths() {
-	local m line
+	local m line h
 	check_repo_path
-	m=$(module_root "$kver")
+	m=$(module_root "$kver_a")$(module_root "$kver_b")
 	[[ "$results$m" != *[[:space:]\"]* ]] ||
 		die "the results path '$results' (VISOCK_RESULTS_DIR) or the module path '$m' contains white space or a quote: the guests get it on their kernel command line"
 	case "$m" in
 	/tmp/* | /run/* | /dev/*)
 		die "the guests cannot see $m (VISOCK_CACHE): they have their own /tmp, /run and /dev; use a cache outside them" ;;
 	esac
-	line=$(kernel_cmdline b persist)
-	[ "${#line}" -lt 2048 ] ||
-		die "the kernel command line of the guests would be ${#line} characters (at most 2047): use shorter repository, results or cache paths"
+	for h in a b; do
+		line=$(kernel_cmdline "$h" persist)
+		[ "${#line}" -lt 2048 ] ||
+			die "the kernel command line of the guests would be ${#line} characters (at most 2047): use shorter repository, results or cache paths"
+	done
 }
 
 # qemu_opt_path PATH: PATH for a QEMU option value (a comma is doubled).
@@ -725,14 +758,15 @@ qemu_opt_path() { echo "${1//,/,,}"; }
 
 # kernel_cmdline HOST MODE: the guest kernel's command line.
 kernel_cmdline() {
-	local modroot modarg=''
+	local modroot modarg='' hk
+	hk=$(host_kver "$1")
 	# A kernel whose modules are not in /lib/modules: guest.sh links
 	# its module tree there (the guest sees the host's / read-only).
-	modroot=$(module_root "$kver")
-	[ -z "$modroot" ] || modarg=" visock.modules=$modroot/lib/modules/$kver"
+	modroot=$(module_root "$hk")
+	[ -z "$modroot" ] || modarg=" visock.modules=$modroot/lib/modules/$hk"
 	echo "console=ttyS0 quiet panic=-1 panic_on_warn=0 \
 visock.init=$here/guest.sh visock.host=$1 visock.mode=$2 \
-visock.src=$repo visock.results=$results$modarg$(vm_append "$kver")"
+visock.src=$repo visock.results=$results$modarg$(vm_append "$hk")"
 }
 
 # ---------------------------------------------------------------------------
@@ -752,7 +786,7 @@ cmd_run() {
 	if vm_pid a >/dev/null || vm_pid b >/dev/null; then
 		die "test bed $kver/inst$inst is running (vm.sh stop, or use VISOCK_VM_INSTANCE)"
 	fi
-	ensure_initrd "$kver"
+	ensure_initrds
 	results=$(results_dir_for)
 	check_paths
 	wipe_dir "$results"
@@ -760,7 +794,11 @@ cmd_run() {
 	mkdir -p "$results/a" "$results/b"
 	write_jobs "run" "${job[@]}"
 
-	info "kernel $kver, results in $results"
+	if [ "$kver_a" = "$kver_b" ]; then
+		info "kernel $kver, results in $results"
+	else
+		info "kernels: a $kver_a, b $kver_b, results in $results"
+	fi
 	trap cleanup_run EXIT
 	trap 'exit 130' INT TERM
 	t0=$(now_ms)
@@ -783,7 +821,7 @@ cmd_start() {
 		info "test bed $kver/inst$inst already running"
 		return 0
 	fi
-	ensure_initrd "$kver"
+	ensure_initrds
 	results=$(results_dir_for)
 	check_paths
 	wipe_dir "$results"
@@ -818,7 +856,7 @@ cmd_exec() {
 	parse_bed_args "$@"
 	[ ${#job[@]} -gt 0 ] || die "exec needs -- SCRIPT [ARGS...]"
 	for h in a b; do
-		vm_pid "$h" >/dev/null || die "host $h is not running (vm.sh start --kernel $series)"
+		vm_pid "$h" >/dev/null || die "host $h is not running (vm.sh start --kernel $series${series_b:+ --kernel-b $series_b})"
 		[ -f "$ctl/$h/ready" ] || die "host $h is not ready yet"
 	done
 	results=$(cat "$state/results_dir")
@@ -864,7 +902,7 @@ cmd_shell() {
 	parse_bed_args "$@"
 	case "$host_opt" in a | b) ;; *) die "shell needs --host a|b" ;; esac
 	vm_pid "$host_opt" >/dev/null ||
-		die "host $host_opt is not running (vm.sh start --kernel $series)"
+		die "host $host_opt is not running (vm.sh start --kernel $series${series_b:+ --kernel-b $series_b})"
 	command -v socat >/dev/null || die "socat is missing (vm.sh prepare)"
 	info "attached to host $host_opt; press Enter for a prompt, Ctrl-] to detach"
 	socat -,raw,echo=0,escape=0x1d "UNIX-CONNECT:$state/$host_opt.shell.sock"
