@@ -9,18 +9,19 @@
 #
 #   deps.sh demo|bench [--kernel 6.1|6.12]   one test-bed kernel (6.12)
 #   deps.sh check                            both kernels, kernel source
+#   deps.sh fleet                            6.1, 6.12 and 7.3 (check-fleet)
 #   deps.sh debug                            check-debug's build tools
-#   deps.sh --list demo|bench|check|debug    print the host packages
+#   deps.sh --list demo|bench|check|fleet|debug   print the host packages
 #
 # Needs root (or sudo) when something is missing.  The repository path is
 # checked first (vm.sh): a checkout the guests cannot use is refused
-# before anything is installed.
+# before anything is installed.  vm.sh sources this file for its package
+# helpers (as_root, pkg_missing, apt_update, apt_install); only running it
+# installs anything.
 set -euo pipefail
 
-T=$(cd "$(dirname "$0")" && pwd -P)
-
 die() { echo "deps.sh: error: $*" >&2; exit 1; }
-usage() { sed -n '10,13s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+usage() { sed -n '10,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 # Host packages per entry point.  Every build: the module with W=1 and
 # sparse (the headers come with the kernels, below), the userspace tools
@@ -45,7 +46,7 @@ as_root() {
 	fi
 }
 
-missing() { # PKG... -> prints the ones not installed
+pkg_missing() { # PKG... -> prints the ones not installed
 	local p
 	for p in "$@"; do
 		[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] ||
@@ -53,67 +54,87 @@ missing() { # PKG... -> prints the ones not installed
 	done
 }
 
-updated=0
-apt_install() { # OPTIONAL(0|1) PKG...
-	local optional=$1
-	shift
+# apt-get update, at most once per run of the calling script.
+apt_updated=0
+apt_update() {
+	echo "${0##*/}: apt-get update"
+	as_root apt-get update -qq
+	apt_updated=1
+}
+
+# Install PKG... (nothing without packages), from RELEASE with -t; with
+# --optional a failure is only reported.  A fresh system may have no
+# package lists at all: the first install updates them.
+apt_install() { # [-t RELEASE] [--optional] PKG...
+	local target=() optional=0
+	while :; do
+		case ${1:-} in
+		-t) target=(-t "${2:?}"); shift 2 ;;
+		--optional) optional=1; shift ;;
+		*) break ;;
+		esac
+	done
 	[ $# -gt 0 ] || return 0
-	if [ "$updated" = 0 ]; then
-		# A fresh system may have no package lists at all.
-		echo "deps.sh: apt-get update"
-		as_root apt-get update -qq
-		updated=1
-	fi
-	echo "deps.sh: installing: $*"
+	[ "$apt_updated" = 1 ] || apt_update
+	echo "${0##*/}: installing${target:+ (${target[*]})}: $*"
 	if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		--no-install-recommends "$@" >/dev/null; then
+		--no-install-recommends "${target[@]}" "$@" >/dev/null; then
 		[ "$optional" = 1 ] || die "apt-get install $* failed"
-		echo "deps.sh: not installed (optional): $*" >&2
+		echo "${0##*/}: not installed (optional): $*" >&2
 	fi
 }
 
-list=0
-if [ "${1:-}" = --list ]; then list=1; shift; fi
-target=${1:-}
-[ $# -gt 0 ] && shift
-kernel=6.12
-while [ $# -gt 0 ]; do
-	case $1 in
-	--kernel) kernel=${2:?}; shift 2 ;;
-	*) usage ;;
+deps_main() {
+	local T list=0 target kernel=6.12 pkgs optional=() kernels=() k
+	T=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+	if [ "${1:-}" = --list ]; then list=1; shift; fi
+	target=${1:-}
+	[ $# -gt 0 ] && shift
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--kernel) kernel=${2:?}; shift 2 ;;
+		*) usage ;;
+		esac
+	done
+
+	pkgs=("${build_pkgs[@]}")
+	case $target in
+	demo)	kernels=("$kernel") ;;
+	bench)	kernels=("$kernel") optional=("${bench_optional[@]}") ;;
+	check)	kernels=(all) pkgs+=("${check_pkgs[@]}") ;;
+	fleet)	kernels=(all 7.3) pkgs+=("${check_pkgs[@]}") ;;
+	debug)	pkgs+=("${debug_pkgs[@]}") ;;
+	*)	usage ;;
 	esac
-done
 
-pkgs=("${build_pkgs[@]}") optional=() kernels=()
-case $target in
-demo)	kernels=("$kernel") ;;
-bench)	kernels=("$kernel") optional=("${bench_optional[@]}") ;;
-check)	kernels=(all) pkgs+=("${check_pkgs[@]}") ;;
-debug)	pkgs+=("${debug_pkgs[@]}") ;;
-*)	usage ;;
-esac
+	if [ "$list" = 1 ]; then
+		echo "${pkgs[@]}" "${optional[@]}"
+		return 0
+	fi
 
-if [ "$list" = 1 ]; then
-	echo "${pkgs[@]}" "${optional[@]}"
-	exit 0
-fi
+	if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
+		die "this needs a Debian system (dpkg, apt-get); see README"
+	fi
+	# vm.sh refuses a repository path the guests cannot use, before
+	# any work.
+	"$T/vm/vm.sh" check-path
 
-if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
-	die "this needs a Debian system (dpkg, apt-get); see README"
-fi
-# vm.sh refuses a repository path the guests cannot use, before any work.
-"$T/vm/vm.sh" check-path
+	# shellcheck disable=SC2046
+	apt_install $(pkg_missing "${pkgs[@]}")
+	# shellcheck disable=SC2046
+	apt_install --optional $(pkg_missing "${optional[@]}")
+	for k in "${kernels[@]}"; do
+		"$T/vm/vm.sh" prepare --kernel "$k"
+	done
+	# The nginx and redis services the packages start are for the
+	# guests (the apps selftests start their own): vm.sh prepare stops
+	# them on the host.  checkpatch.pl and kunit.py come from the
+	# kernel source.
+	if [ "$target" = check ]; then
+		"$T/linux-source.sh" >/dev/null
+	fi
+}
 
-# shellcheck disable=SC2046
-apt_install 0 $(missing "${pkgs[@]}")
-# shellcheck disable=SC2046
-apt_install 1 $(missing "${optional[@]}")
-for k in "${kernels[@]}"; do
-	"$T/vm/vm.sh" prepare --kernel "$k"
-done
-# The nginx and redis services the packages start are for the guests
-# (the apps selftests start their own): vm.sh prepare stops them on the
-# host.  checkpatch.pl and kunit.py come from the kernel source.
-if [ "$target" = check ]; then
-	"$T/linux-source.sh" >/dev/null
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	deps_main "$@"
 fi

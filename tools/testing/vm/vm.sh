@@ -71,6 +71,10 @@ backports_series=" 6.12 "
 unpacked_series=" 7.3 "
 kernel_chroot=$repo/tools/testing/kernel-chroot.sh
 
+# as_root, pkg_missing, apt_update, apt_install (its die is replaced below).
+# shellcheck source=tools/testing/deps.sh
+. "$repo/tools/testing/deps.sh"
+
 # Userspace the guests use (they run the host's binaries).  QEMU itself is
 # installed from bookworm-backports (see qemu_too_old()).
 base_pkgs=(busybox-static kmod xz-utils zstd cpio iproute2
@@ -203,30 +207,6 @@ module_root() { # KVER -> root of its lib/modules/KVER ("" for /)
 # prepare
 # ---------------------------------------------------------------------------
 
-as_root() {
-	if [ "$(id -u)" = 0 ]; then "$@"
-	elif command -v sudo >/dev/null; then sudo "$@"
-	else die "need root for: $*"
-	fi
-}
-
-pkg_missing() { # PKG... -> prints the ones not installed
-	local p
-	for p in "$@"; do
-		[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] ||
-			echo "$p"
-	done
-}
-
-apt_install() { # [-t RELEASE] PKG...  (does nothing without packages)
-	local target=()
-	if [ "${1:-}" = -t ]; then target=(-t "$2"); shift 2; fi
-	[ $# -gt 0 ] || return 0
-	info "installing${target:+ (${target[*]})}: $*"
-	as_root env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -q --no-install-recommends "${target[@]}" "$@"
-}
-
 # The guests start their own nginx and redis-server (the apps selftests);
 # the services the packages install on the host are not wanted there.
 stop_services() {
@@ -345,8 +325,7 @@ cmd_prepare() {
 		need_update=1
 	fi
 	if [ "$need_update" = 1 ] || [ -n "$(pkg_missing "${base_pkgs[@]}")" ]; then
-		info "apt-get update"
-		as_root apt-get update -qq
+		apt_update
 	fi
 
 	# shellcheck disable=SC2046
