@@ -6,6 +6,7 @@
 #   make KDIR=<build dir>     ... or for another kernel's headers
 #   make check                the whole test suite (see README)
 #   make check-debug          kselftests + KUnit on the KASAN/lockdep guest kernel
+#   make check-fleet          cross-host kselftests between 6.1/6.12 and 7.3 hosts
 #   make demo                 two emulated hosts talking over visock
 #   make bench                TCP/visock/SMC-R/rsocket/verbs numbers on the emulated hosts
 #   make install              install the module and the tools
@@ -21,7 +22,7 @@ TESTING	:= tools/testing
 VERSION	:= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
 .PHONY: all tools modules modules-clean clean install modules_install check check-quick demo \
-	check-debug debug-kernel \
+	check-debug check-fleet debug-kernel \
 	bench checkpatch kunit vm-test selftests dkms-check modules-testbed
 
 all: modules tools
@@ -87,6 +88,12 @@ demo:
 # from linux-source-6.12 into ~/.cache/visock/kernels/6.12-debug.
 check-debug:
 	$(TESTING)/check-debug.sh
+
+# Not part of check (CI time): the cross-host kselftest groups between
+# hosts with different kernels (6.1 and 7.3, 6.12 and 7.3, each kernel
+# once the client and once the server).
+check-fleet:
+	$(TESTING)/check-fleet.sh
 
 debug-kernel:
 	$(TESTING)/debug-kernel.sh build
