@@ -41,8 +41,10 @@ modules_install:
 
 install: modules_install
 	$(MAKE) -C tools/visock install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
-	install -D -m 0644 include/uapi/linux/visock.h \
-		$(DESTDIR)$(PREFIX)/include/linux/visock.h
+	for h in visock.h visock_diag.h visock_genl.h; do \
+		install -D -m 0644 include/uapi/linux/$$h \
+			$(DESTDIR)$(PREFIX)/include/linux/$$h || exit 1; \
+	done
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true

@@ -17,6 +17,8 @@
 #include <net/inet_sock.h>
 #include <net/netns/generic.h>
 #include <linux/visock.h>
+#include <linux/visock_diag.h>
+#include <linux/visock_genl.h>
 
 #include "visock_compat.h"
 #include "visock_policy.h"

@@ -16,6 +16,7 @@
 #include <linux/types.h>
 #include <rdma/ib_verbs.h>
 #include <linux/visock.h>
+#include <linux/visock_diag.h>
 
 #include "visock_wire.h"
 

@@ -8,6 +8,7 @@
 #include <linux/socket.h>
 #include <linux/string.h>
 #include <linux/visock.h>
+#include <linux/visock_genl.h>
 #include <asm/byteorder.h>
 
 #include "visock_policy.h"

@@ -241,7 +241,7 @@ build_kunit_module() { # KVER KDIR
 	local kver=$1 kdir=$2 out=$ROOT/build/$1/kunit f
 	mkdir -p "$out/tests" "$out/include/linux"
 	cp -u "$T/kunit/visock_kunit/Makefile" "$out/Kbuild"
-	cp -u "$ROOT/include/uapi/linux/visock.h" "$out/include/linux/"
+	cp -u "$ROOT"/include/uapi/linux/visock*.h "$out/include/linux/"
 	# shellcheck source=kunit/files.sh
 	. "$T/kunit/files.sh"
 	for f in $pure_srcs $pure_hdrs; do

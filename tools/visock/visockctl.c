@@ -39,6 +39,8 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <linux/visock.h>
+#include <linux/visock_diag.h>
+#include <linux/visock_genl.h>
 
 #define BUF_SIZE	(64 * 1024)
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))

@@ -2,12 +2,19 @@
 /*
  * visock: TCP-compatible stream sockets carried over RDMA.
  *
- * User-visible constants of the AF_VISOCK socket family.
+ * User-visible constants of the AF_VISOCK socket family: the address
+ * family, socket protocols, SOL_VISOCK options and struct visock_info.
+ * The sock_diag interface is in <linux/visock_diag.h>, the generic
+ * netlink family in <linux/visock_genl.h> (generated from
+ * Documentation/netlink/specs/visock.yaml); both are included here as
+ * well, for programs written when this header held them.
  */
 #ifndef _UAPI_LINUX_VISOCK_H
 #define _UAPI_LINUX_VISOCK_H
 
 #include <linux/types.h>
+#include <linux/visock_diag.h>
+#include <linux/visock_genl.h>
 
 /*
  * Address family number.
@@ -108,8 +115,7 @@
  *	(the handshake only, once in RDMA mode)
  * @vi_tcp_bytes_rcvd: payload bytes received on it
  * @vi_rdma_credits: receive requests of the peer we may still consume
- * @vi_rdma_state: 0 live, 1 failed, 2 stopped, 3 failing over to TCP,
- *	4 failed over: the stream continues over TCP (while in RDMA mode)
+ * @vi_rdma_state: enum visock_rdma_state (while in RDMA mode)
  */
 struct visock_info {
 	__u32 vi_mode;
@@ -153,6 +159,26 @@ enum visock_mode {
 	VISOCK_MODE_HANDSHAKE = 1,
 	VISOCK_MODE_RDMA = 2,
 	VISOCK_MODE_TCP = 3,
+};
+
+/**
+ * enum visock_rdma_state - state of a connection's RDMA data path
+ * @VISOCK_RDMA_STATE_LIVE: data flows over RDMA
+ * @VISOCK_RDMA_STATE_FAILED: the data path failed: no more RDMA transfers
+ * @VISOCK_RDMA_STATE_STOPPED: the data path is being torn down
+ * @VISOCK_RDMA_STATE_FAILING_OVER: the link failed, the connection is
+ *	moving to TCP
+ * @VISOCK_RDMA_STATE_FAILED_OVER: the stream continues over TCP
+ *
+ * Reported in struct visock_info (vi_rdma_state) and struct
+ * visock_diag_ring (vdr_state).
+ */
+enum visock_rdma_state {
+	VISOCK_RDMA_STATE_LIVE = 0,
+	VISOCK_RDMA_STATE_FAILED = 1,
+	VISOCK_RDMA_STATE_STOPPED = 2,
+	VISOCK_RDMA_STATE_FAILING_OVER = 3,
+	VISOCK_RDMA_STATE_FAILED_OVER = 4,
 };
 
 /**
@@ -208,383 +234,5 @@ enum visock_fallback_reason {
 };
 
 #define VISOCK_FB_MAX	(__VISOCK_FB_MAX - 1)
-
-/*
- * Socket diagnostics: NETLINK_SOCK_DIAG, nlmsg_type SOCK_DIAG_BY_FAMILY,
- * NLM_F_DUMP, with a struct visock_diag_req whose sdiag_family is
- * AF_VISOCK.  The reply is one struct visock_diag_msg per socket of the
- * requester's network namespace, followed by VISOCK_DIAG_* attributes.
- */
-
-/**
- * struct visock_diag_req - request of a visock socket dump
- * @sdiag_family: AF_VISOCK
- * @sdiag_protocol: 0
- * @vdiag_pad: 0
- * @vdiag_states: bit mask of socket states (1 << TCP_ESTABLISHED, ...);
- *	0 selects every state
- * @vdiag_modes: bit mask of modes (1 << VISOCK_MODE_RDMA, ...); 0 selects
- *	every mode
- * @vdiag_ino: only the socket with this inode number; 0 selects all
- * @vdiag_show: VISOCK_SHOW_* bits: attributes wanted in the reply
- */
-struct visock_diag_req {
-	__u8	sdiag_family;
-	__u8	sdiag_protocol;
-	__u16	vdiag_pad;
-	__u32	vdiag_states;
-	__u32	vdiag_modes;
-	__u32	vdiag_ino;
-	__u32	vdiag_show;
-};
-
-#define VISOCK_SHOW_INFO	0x1	/* VISOCK_DIAG_INFO */
-#define VISOCK_SHOW_RING	0x2	/* VISOCK_DIAG_RING */
-#define VISOCK_SHOW_LINK	0x4	/* VISOCK_DIAG_LINK */
-
-/**
- * struct visock_diag_msg - one visock socket in a dump
- * @vdiag_family: AF_VISOCK
- * @vdiag_state: state of the visock socket (TCP_* values)
- * @vdiag_mode: enum visock_mode
- * @vdiag_fallback_reason: enum visock_fallback_reason
- * @vdiag_ip_family: AF_INET or AF_INET6, the family of the TCP connection
- * @vdiag_tcp_state: state of the internal TCP socket, 0 if it is gone
- * @vdiag_pad: 0
- * @vdiag_sport: local port, network byte order
- * @vdiag_dport: remote port, network byte order
- * @vdiag_src: local address (IPv4 in the first word)
- * @vdiag_dst: remote address (IPv4 in the first word)
- * @vdiag_uid: owner of the socket, in the requester's user namespace
- * @vdiag_ino: inode number of the socket, 0 if it has no file
- * @vdiag_id: visock socket number, unique while the module is loaded
- */
-struct visock_diag_msg {
-	__u8	vdiag_family;
-	__u8	vdiag_state;
-	__u8	vdiag_mode;
-	__u8	vdiag_fallback_reason;
-	__u8	vdiag_ip_family;
-	__u8	vdiag_tcp_state;
-	__u16	vdiag_pad;
-	__be16	vdiag_sport;
-	__be16	vdiag_dport;
-	__be32	vdiag_src[4];
-	__be32	vdiag_dst[4];
-	__u32	vdiag_uid;
-	__u32	vdiag_ino;
-	__u64	vdiag_id;
-};
-
-/* Attributes after struct visock_diag_msg. */
-enum {
-	VISOCK_DIAG_NONE,
-	VISOCK_DIAG_INFO,	/* struct visock_info, as VISOCK_INFO */
-	VISOCK_DIAG_RING,	/* struct visock_diag_ring (RDMA mode) */
-	VISOCK_DIAG_LINK,	/* struct visock_diag_link (with a link) */
-	/*
-	 * flag: another task held the socket's lock (a call in progress);
-	 * only struct visock_diag_msg is filled in, no other attribute
-	 */
-	VISOCK_DIAG_BUSY,
-	__VISOCK_DIAG_MAX,
-};
-
-#define VISOCK_DIAG_MAX	(__VISOCK_DIAG_MAX - 1)
-
-/**
- * struct visock_diag_ring - fill levels of a connection's rings
- * @vdr_rx_size: size of our receive ring, bytes
- * @vdr_rx_used: bytes the peer wrote that the application has not read
- * @vdr_tx_size: size of the peer's ring (and of our send buffer)
- * @vdr_tx_used: bytes written by the application that the peer has not
- *	consumed yet (in flight, in the peer's ring or still in our buffer)
- * @vdr_tx_unsent: part of @vdr_tx_used not posted to the peer yet
- * @vdr_credits: receive requests of the peer we may still consume
- * @vdr_sq_free: free send queue slots
- * @vdr_state: 0 live, 1 failed, 2 stopped
- */
-struct visock_diag_ring {
-	__u32	vdr_rx_size;
-	__u32	vdr_rx_used;
-	__u32	vdr_tx_size;
-	__u32	vdr_tx_used;
-	__u32	vdr_tx_unsent;
-	__u32	vdr_credits;
-	__u32	vdr_sq_free;
-	__u32	vdr_state;
-};
-
-#define VISOCK_DIAG_DEVNAME_LEN	64
-
-/**
- * struct visock_diag_link - the RDMA link (queue pair) of a connection
- * @vdl_dev: RDMA device name, empty once the device is gone
- * @vdl_port: port of the device
- * @vdl_qpn: local queue pair number
- * @vdl_peer_qpn: the peer's queue pair number
- * @vdl_state: VISOCK_LINK_STATE_*
- * @vdl_gid: local GID
- * @vdl_reg_bytes: memory registered for the link (rings, buffers), bytes
- * @vdl_wr_posted: work requests posted on the link
- * @vdl_wc_ok: successful work completions
- * @vdl_wc_err: failed or flushed work completions
- * @vdl_peer_gid: the peer's GID, zero until the link is connected
- *	(appended; older modules send the structure without it)
- */
-struct visock_diag_link {
-	char	vdl_dev[VISOCK_DIAG_DEVNAME_LEN];
-	__u32	vdl_port;
-	__u32	vdl_qpn;
-	__u32	vdl_peer_qpn;
-	__u32	vdl_state;
-	__u8	vdl_gid[16];
-	__u64	vdl_reg_bytes;
-	__u64	vdl_wr_posted;
-	__u64	vdl_wc_ok;
-	__u64	vdl_wc_err;
-	__u8	vdl_peer_gid[16];
-};
-
-#define VISOCK_LINK_STATE_NEW		0	/* being created */
-#define VISOCK_LINK_STATE_INIT		1	/* QP created, not connected */
-#define VISOCK_LINK_STATE_UP		2	/* QP connected (RTS) */
-#define VISOCK_LINK_STATE_FAILED	3	/* connecting failed */
-#define VISOCK_LINK_STATE_DEAD		4	/* its device went away */
-
-/*
- * Generic netlink family VISOCK_GENL_NAME: statistics, devices, the
- * per-namespace switch and the destination policy.  Every command acts on
- * the requester's network namespace.  RESET_STATS, SET, POLICY_ADD,
- * POLICY_DEL and POLICY_FLUSH need CAP_NET_ADMIN in the user namespace
- * owning the network namespace.
- */
-#define VISOCK_GENL_NAME	"visock"
-#define VISOCK_GENL_VERSION	1
-
-enum {
-	VISOCK_CMD_UNSPEC,
-	VISOCK_CMD_GET_STATS,	/* doit: VISOCK_A_STATS and VISOCK_A_ENABLE */
-	VISOCK_CMD_RESET_STATS,	/* doit: counters start again from 0 */
-	VISOCK_CMD_GET_DEVICES,	/* dumpit: one VISOCK_A_DEV per message */
-	VISOCK_CMD_SET,		/* doit: VISOCK_A_ENABLE, VISOCK_A_POLICY_DEFAULT */
-	VISOCK_CMD_GET_LINKS,	/* dumpit: one VISOCK_A_LINK per message */
-	/* notification: VISOCK_A_EVENT, to VISOCK_GENL_MCGRP_EVENTS */
-	VISOCK_CMD_EVENT,
-	VISOCK_CMD_POLICY_ADD,	/* doit: VISOCK_A_RULE */
-	VISOCK_CMD_POLICY_DEL,	/* doit: VISOCK_A_RULE (its INDEX, or equal) */
-	VISOCK_CMD_POLICY_GET,	/* dumpit: one VISOCK_A_RULE per message */
-	VISOCK_CMD_POLICY_FLUSH, /* doit: remove every rule */
-	__VISOCK_CMD_MAX,
-};
-
-#define VISOCK_CMD_MAX	(__VISOCK_CMD_MAX - 1)
-
-enum {
-	VISOCK_A_UNSPEC,
-	VISOCK_A_ENABLE,	/* u8: net.visock.enable */
-	VISOCK_A_STATS,		/* nest: VISOCK_STATS_A_* */
-	VISOCK_A_DEV,		/* nest: VISOCK_DEV_A_* */
-	VISOCK_A_LINK,		/* nest: VISOCK_LINK_A_* */
-	VISOCK_A_EVENT,		/* nest: VISOCK_EVENT_A_* */
-	VISOCK_A_POLICY_DEFAULT, /* u8: VISOCK_POLICY_*, when no rule matches */
-	VISOCK_A_RULE,		/* nest: VISOCK_RULE_A_* */
-	__VISOCK_A_MAX,
-};
-
-#define VISOCK_A_MAX	(__VISOCK_A_MAX - 1)
-
-/*
- * Counters (u64) count events since the namespace was created or
- * VISOCK_CMD_RESET_STATS; gauges (marked) are current values.
- */
-enum {
-	VISOCK_STATS_A_UNSPEC,
-	VISOCK_STATS_A_PAD,
-	VISOCK_STATS_A_CONNS_RDMA,	/* connections that switched to RDMA */
-	VISOCK_STATS_A_CONNS_FALLBACK,	/* connections that fell back, total */
-	VISOCK_STATS_A_FALLBACK,	/* nest: u64 per reason, type = reason */
-	VISOCK_STATS_A_HS_STARTED,	/* handshakes started */
-	VISOCK_STATS_A_HS_DONE,		/* handshakes that set up RDMA */
-	VISOCK_STATS_A_HS_ABORTED,	/* handshakes that ended the connection */
-	VISOCK_STATS_A_RDMA_BYTES_SENT,
-	VISOCK_STATS_A_RDMA_BYTES_RCVD,
-	VISOCK_STATS_A_TCP_BYTES_SENT,	/* payload of connections in TCP mode */
-	VISOCK_STATS_A_TCP_BYTES_RCVD,
-	VISOCK_STATS_A_WR_POSTED,	/* send work requests posted */
-	VISOCK_STATS_A_WC,		/* work completions handled */
-	VISOCK_STATS_A_CDC_SENT,	/* cursor messages sent */
-	VISOCK_STATS_A_CDC_RCVD,	/* cursor messages received */
-	VISOCK_STATS_A_TX_WAITS,	/* writer found the peer's ring full */
-	VISOCK_STATS_A_SOCKETS,		/* gauge: visock sockets */
-	VISOCK_STATS_A_QPS,		/* gauge: queue pairs (links) */
-	VISOCK_STATS_A_REG_BYTES,	/* gauge: registered memory, bytes */
-	VISOCK_STATS_A_RDMA_DEVICES,	/* gauge: RDMA devices visock uses */
-	VISOCK_STATS_A_FAILOVERS,	/* connections whose link failed: TCP */
-	/* gauge: RDMA devices with a RoCEv2 GID on a net device here */
-	VISOCK_STATS_A_NS_DEVICES,
-	VISOCK_STATS_A_LINKS_UP,	/* gauge: links in state up */
-	VISOCK_STATS_A_LGR_CONNS,	/* gauge: connections on shared QPs */
-	VISOCK_STATS_A_LGR_QPS_CREATED,	/* QPs created */
-	VISOCK_STATS_A_LGR_QPS_DESTROYED, /* QPs destroyed */
-	VISOCK_STATS_A_LGR_REUSED,	/* connections that joined a QP */
-	VISOCK_STATS_A_LGR_WAITS,	/* waits for a QP being set up */
-	VISOCK_STATS_A_LGR_STALE,	/* receives for unknown or stale
-					 * tokens, dropped (existing QPs) */
-	/* gauge: closed sockets whose teardown is not over */
-	VISOCK_STATS_A_SOCKETS_CLOSING,
-	/* gauge: closed connections waiting for the peer's last flag */
-	VISOCK_STATS_A_LGR_LINGERING,
-	VISOCK_STATS_A_LGR_RETIRED,	/* QPs retired, half lingering */
-	__VISOCK_STATS_A_MAX,
-};
-
-#define VISOCK_STATS_A_MAX	(__VISOCK_STATS_A_MAX - 1)
-
-enum {
-	VISOCK_DEV_A_UNSPEC,
-	VISOCK_DEV_A_NAME,	/* string: RDMA device name */
-	VISOCK_DEV_A_LINKS,	/* u32: links on the device, all namespaces */
-	VISOCK_DEV_A_PORT,	/* nest, repeated: VISOCK_PORT_A_* */
-	__VISOCK_DEV_A_MAX,
-};
-
-#define VISOCK_DEV_A_MAX	(__VISOCK_DEV_A_MAX - 1)
-
-enum {
-	VISOCK_PORT_A_UNSPEC,
-	VISOCK_PORT_A_NUM,	/* u32 */
-	VISOCK_PORT_A_STATE,	/* u8: enum ib_port_state (4: ACTIVE) */
-	VISOCK_PORT_A_GID,	/* nest, repeated: VISOCK_GID_A_* */
-	__VISOCK_PORT_A_MAX,
-};
-
-#define VISOCK_PORT_A_MAX	(__VISOCK_PORT_A_MAX - 1)
-
-/* Only RoCEv2 GIDs whose net device is in the requester's namespace. */
-enum {
-	VISOCK_GID_A_UNSPEC,
-	VISOCK_GID_A_INDEX,	/* u32: GID table index */
-	VISOCK_GID_A_GID,	/* binary, 16 bytes */
-	VISOCK_GID_A_IFINDEX,	/* u32: net device */
-	VISOCK_GID_A_IFNAME,	/* string: net device */
-	__VISOCK_GID_A_MAX,
-};
-
-#define VISOCK_GID_A_MAX	(__VISOCK_GID_A_MAX - 1)
-
-/*
- * One connection's RDMA link (the shared queue pair it uses) in the
- * requester's namespace, and the socket.  Connections of a link group
- * share QPs: several entries may name the same QP; the counters are the
- * QP's.
- */
-enum {
-	VISOCK_LINK_A_UNSPEC,
-	VISOCK_LINK_A_PAD,
-	VISOCK_LINK_A_DEV,		/* string: RDMA device, absent once gone */
-	VISOCK_LINK_A_PORT,		/* u32 */
-	VISOCK_LINK_A_GID,		/* binary, 16 bytes: local GID */
-	VISOCK_LINK_A_PEER_GID,		/* binary, 16 bytes: the peer's GID */
-	VISOCK_LINK_A_QPN,		/* u32: local QP number */
-	VISOCK_LINK_A_PEER_QPN,		/* u32: the peer's QP number */
-	VISOCK_LINK_A_STATE,		/* u8: VISOCK_LINK_STATE_* */
-	VISOCK_LINK_A_REG_BYTES,	/* u64: registered memory, bytes */
-	VISOCK_LINK_A_WR_POSTED,	/* u64 */
-	VISOCK_LINK_A_WC_OK,		/* u64 */
-	VISOCK_LINK_A_WC_ERR,		/* u64 */
-	VISOCK_LINK_A_SOCK,		/* nest: VISOCK_SOCK_A_*, the owner */
-	__VISOCK_LINK_A_MAX,
-};
-
-#define VISOCK_LINK_A_MAX	(__VISOCK_LINK_A_MAX - 1)
-
-/* A socket, in link dumps and events. */
-enum {
-	VISOCK_SOCK_A_UNSPEC,
-	VISOCK_SOCK_A_PAD,
-	VISOCK_SOCK_A_ID,		/* u64: vdiag_id of struct visock_diag_msg */
-	VISOCK_SOCK_A_INO,		/* u32: inode number, 0 without a file */
-	VISOCK_SOCK_A_IP_FAMILY,	/* u8: AF_INET or AF_INET6 */
-	VISOCK_SOCK_A_SRC,		/* binary, 16 bytes (IPv4: first 4) */
-	VISOCK_SOCK_A_DST,		/* binary, 16 bytes (IPv4: first 4) */
-	VISOCK_SOCK_A_SPORT,		/* u16, host byte order */
-	VISOCK_SOCK_A_DPORT,		/* u16, host byte order */
-	__VISOCK_SOCK_A_MAX,
-};
-
-#define VISOCK_SOCK_A_MAX	(__VISOCK_SOCK_A_MAX - 1)
-
-/*
- * Notifications: VISOCK_CMD_EVENT messages to the multicast group
- * VISOCK_GENL_MCGRP_EVENTS, sent to the listeners of the namespace the
- * event happened in (device events: of every namespace that may use the
- * device).  Sent with GFP_ATOMIC; a listener whose socket overflows gets
- * ENOBUFS, as with any netlink multicast.
- */
-#define VISOCK_GENL_MCGRP_EVENTS	"events"
-
-enum {
-	VISOCK_EVENT_NONE,
-	VISOCK_EVENT_LINK_UP = 1,	/* a connection switched to RDMA */
-	VISOCK_EVENT_LINK_DOWN = 2,	/* a link that was up is released */
-	VISOCK_EVENT_FALLBACK = 3,	/* a connection runs over TCP: REASON */
-	VISOCK_EVENT_ABORT = 4,		/* RDMA connection reset: ERROR */
-	VISOCK_EVENT_DEV_ADD = 5,	/* visock found an RDMA device */
-	VISOCK_EVENT_DEV_REMOVE = 6,	/* an RDMA device goes away */
-	__VISOCK_EVENT_MAX,
-};
-
-enum {
-	VISOCK_EVENT_A_UNSPEC,
-	VISOCK_EVENT_A_TYPE,		/* u8: VISOCK_EVENT_* */
-	VISOCK_EVENT_A_REASON,		/* u8: enum visock_fallback_reason */
-	VISOCK_EVENT_A_ERROR,		/* s32: negative errno (ABORT) */
-	VISOCK_EVENT_A_DEV,		/* string: RDMA device name */
-	/* nest: VISOCK_LINK_A_* without the socket (LINK_UP, LINK_DOWN) */
-	VISOCK_EVENT_A_LINK,
-	VISOCK_EVENT_A_SOCK,		/* nest: VISOCK_SOCK_A_* */
-	__VISOCK_EVENT_A_MAX,
-};
-
-#define VISOCK_EVENT_A_MAX	(__VISOCK_EVENT_A_MAX - 1)
-
-/*
- * Destination policy: per network namespace, an ordered list of rules
- * checked when a visock socket connects (connect(2)); the first rule
- * whose address prefix and port range contain the destination decides,
- * VISOCK_A_POLICY_DEFAULT (initially ALLOW) decides when none does.
- * DENY: the connection does not announce visock in its SYN and is plain
- * TCP from the start, fallback reason VISOCK_FB_POLICY.  Accepted
- * connections are never affected.  An IPv4-mapped IPv6 destination
- * (::ffff:a.b.c.d) is matched as the IPv4 address.
- */
-#define VISOCK_POLICY_ALLOW	0	/* try visock (the default) */
-#define VISOCK_POLICY_DENY	1	/* plain TCP */
-
-/* Most rules a namespace can hold. */
-#define VISOCK_POLICY_MAX_RULES	256
-
-/*
- * Attributes of VISOCK_A_RULE.  A rule without address matches every
- * destination of both families; without ports, every port.  Host bits
- * beyond the prefix length must be 0.  VISOCK_RULE_A_INDEX: POLICY_ADD
- * inserts the rule before that position (default: appends it),
- * POLICY_DEL removes the rule there (when the request has no ACTION),
- * POLICY_GET says where each rule is.
- */
-enum {
-	VISOCK_RULE_A_UNSPEC,
-	VISOCK_RULE_A_ACTION,	/* u8: VISOCK_POLICY_*; required to add */
-	VISOCK_RULE_A_ADDR4,	/* binary, 4 bytes, network order */
-	VISOCK_RULE_A_ADDR6,	/* binary, 16 bytes, network order */
-	VISOCK_RULE_A_PREFIXLEN, /* u8: prefix length; default 32 or 128 */
-	VISOCK_RULE_A_PORT_MIN,	/* u16: first destination port, host order */
-	VISOCK_RULE_A_PORT_MAX,	/* u16: last one; default: PORT_MIN */
-	VISOCK_RULE_A_INDEX,	/* u32: position, 0 is tried first */
-	__VISOCK_RULE_A_MAX,
-};
-
-#define VISOCK_RULE_A_MAX	(__VISOCK_RULE_A_MAX - 1)
 
 #endif /* _UAPI_LINUX_VISOCK_H */

@@ -11,6 +11,7 @@
 #include <linux/socket.h>
 #include <linux/string.h>
 #include <linux/visock.h>
+#include <linux/visock_genl.h>
 
 #include "../visock_policy.h"
 

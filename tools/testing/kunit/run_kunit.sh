@@ -115,7 +115,9 @@ install_file "$script_dir/visock_kunit/Makefile" Makefile
 for f in $pure_hdrs; do
 	install_file "$repo/net/visock/$f" "$f"
 done
-install_file "$repo/include/uapi/linux/visock.h" include/linux/visock.h
+for f in "$repo"/include/uapi/linux/visock*.h; do
+	install_file "$f" "include/linux/$(basename "$f")"
+done
 for f in $pure_srcs; do
 	install_file "$repo/net/visock/$f" "$f"
 done
