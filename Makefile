@@ -12,7 +12,7 @@
 #   make install              install the module and the tools
 #
 # Inner-loop targets: modules-testbed, checkpatch, kunit, vm-test,
-# selftests, dkms-check.
+# selftests, dkms-check, docs-check, ynl-check.
 
 KDIR	?= /lib/modules/$(shell uname -r)/build
 PREFIX	?= /usr
@@ -65,6 +65,11 @@ checkpatch:
 .PHONY: docs-check
 docs-check:
 	$(TESTING)/docs-check.sh
+
+# The generic netlink uAPI header against its YNL spec.
+.PHONY: ynl-check
+ynl-check:
+	$(TESTING)/ynl-check.sh
 
 kunit:
 	$(TESTING)/kunit/run_kunit.sh

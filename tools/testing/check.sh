@@ -102,6 +102,14 @@ if stage_wanted docs; then
 	result "$rc" "documentation (kernel-doc -Wall, docutils: no warnings)"
 fi
 
+if stage_wanted ynl; then
+	banner "netlink spec (YNL)"
+	"$T/ynl-check.sh" >"$OUT/ynl.log" 2>&1
+	rc=$?
+	tail -20 "$OUT/ynl.log"
+	result "$rc" "netlink spec (schema, generated uAPI header matches)"
+fi
+
 if stage_wanted dkms; then
 	banner "dkms"
 	"$T/dkms-check.sh" | tee "$OUT/dkms.ktap"
