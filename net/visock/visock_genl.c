@@ -18,7 +18,7 @@
  *
  * The operations take no lock of their own and may run in parallel
  * (parallel_ops): counters are read and reset under struct
- * visock_net.base_lock (visock_proc.c), the socket lists have their own
+ * visock_net.base_lock (visock_stats.c), the socket lists have their own
  * locks (visock_diag.c), the device walk runs under visock_ibdevs_lock
  * and policy changes take visock_net.pol_lock (visock_policy.c).
  */
@@ -32,6 +32,7 @@
 
 #include "visock.h"
 #include "visock_link.h"
+#include "visock_stats.h"
 
 /* Upper bound of GID table entries looked at per port. */
 #define VISOCK_GENL_GID_MAX	4096

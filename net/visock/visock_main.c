@@ -17,21 +17,20 @@
 #include "visock.h"
 #include "visock_link.h"
 #include "visock_nf.h"
+#include "visock_stats.h"
 
 unsigned int visock_net_id __read_mostly;
 struct workqueue_struct *visock_wq __read_mostly;
 
 static int __net_init visock_net_init(struct net *net)
 {
-	struct visock_net *vn = visock_net(net);
 	int err;
 
-	spin_lock_init(&vn->base_lock);
 	visock_diag_net_init(net);
 	visock_lgr_net_init(net);
-	vn->stats = alloc_percpu(struct visock_stats);
-	if (!vn->stats)
-		return -ENOMEM;
+	err = visock_stats_net_init(net);
+	if (err)
+		return err;
 	err = visock_sysctl_net_init(net);
 	if (err)
 		goto err_stats;
@@ -53,7 +52,7 @@ err_proc:
 err_sysctl:
 	visock_sysctl_net_exit(net);
 err_stats:
-	free_percpu(vn->stats);
+	visock_stats_net_exit(net);
 	visock_lgr_net_exit(net);
 	return err;
 }
@@ -66,7 +65,7 @@ static void __net_exit visock_net_exit(struct net *net)
 	visock_nf_net_exit(net);
 	visock_proc_net_exit(net);
 	visock_sysctl_net_exit(net);
-	free_percpu(visock_net(net)->stats);
+	visock_stats_net_exit(net);
 	visock_diag_net_exit(net);
 }
 
