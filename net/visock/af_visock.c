@@ -67,6 +67,8 @@
 #include "visock_trace.h"
 #include "visock_fault.h"
 #include "visock_sockopt.h"
+#include "visock_diag.h"
+#include "visock_genl.h"
 
 struct proto visock_proto = {
 	.name		= "VISOCK",

@@ -522,30 +522,6 @@ int visock_inet_init(void);
 void visock_inet_exit(void);
 void visock_inet_child_init(struct sock *sk);
 
-/* visock_diag.c */
-typedef int (*visock_diag_fn_t)(struct visock_sock *vsk, void *arg);
-void visock_diag_net_init(struct net *net);
-void visock_diag_net_exit(struct net *net);
-int visock_diag_walk(struct net *net, u64 *after, visock_diag_fn_t fn,
-		     visock_diag_fn_t busy, void *arg);
-void visock_diag_addrs(const struct visock_sock *vsk,
-		       struct visock_diag_msg *m);
-void visock_diag_link_sock(struct visock_sock *vsk);
-void visock_diag_unlink_sock(struct visock_sock *vsk);
-void visock_diag_destruct(struct visock_sock *vsk);
-void visock_diag_gauges(struct net *net, struct visock_gauges *g);
-void visock_diag_show_all(struct seq_file *seq);
-int visock_diag_init(void);
-void visock_diag_exit(void);
-
-/* visock_genl.c */
-extern struct genl_family visock_genl_family;
-int visock_genl_init(void);
-void visock_genl_exit(void);
-void visock_genl_notify_sock(struct visock_sock *vsk, u8 type, int arg,
-			     const struct visock_diag_link *link);
-void visock_genl_notify_dev(struct ib_device *ibdev, u8 type);
-
 /* visock_policy.c */
 extern const struct nla_policy visock_rule_nl_policy[VISOCK_RULE_A_MAX + 1];
 int visock_policy_net_init(struct net *net);

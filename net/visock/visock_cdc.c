@@ -38,6 +38,7 @@
 #include "visock_rdma.h"
 #include "visock_trace.h"
 #include "visock_fault.h"
+#include "visock_genl.h"
 
 /*
  * The shared QP died (device removed, stuck peer).  Called by

@@ -54,6 +54,7 @@
 
 #include "visock.h"
 #include "visock_fault.h"
+#include "visock_diag.h"
 
 u32 visock_test_raw_handshake;
 u32 visock_test_hs_delay_ms;

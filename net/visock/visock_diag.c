@@ -48,6 +48,8 @@
 #include "visock.h"
 #include "visock_link.h"
 #include "visock_rdma.h"
+#include "visock_diag.h"
+#include "visock_stats.h"
 
 /* Last socket number given out; numbers are unique while loaded. */
 static atomic64_t visock_diag_last_id = ATOMIC64_INIT(0);

@@ -55,6 +55,7 @@
 #include "visock_link.h"
 #include "visock_rdma.h"
 #include "visock_trace.h"
+#include "visock_genl.h"
 
 /**
  * visock_hs_ring_size() - size of the receive ring of a new connection

@@ -18,6 +18,7 @@
 
 #include "visock.h"
 #include "visock_link.h"
+#include "visock_genl.h"
 
 /*
  * Protects visock_ibdevs.  Taken inside a link's lock (visock_link_create()

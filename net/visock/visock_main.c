@@ -18,6 +18,8 @@
 #include "visock_link.h"
 #include "visock_nf.h"
 #include "visock_stats.h"
+#include "visock_diag.h"
+#include "visock_genl.h"
 
 unsigned int visock_net_id __read_mostly;
 struct workqueue_struct *visock_wq __read_mostly;

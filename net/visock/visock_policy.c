@@ -31,6 +31,7 @@
 #include <net/netlink.h>
 
 #include "visock.h"
+#include "visock_genl.h"
 
 /**
  * struct visock_pol_table - the rules of a namespace, read under RCU

@@ -12,6 +12,7 @@
 
 #include "visock.h"
 #include "visock_stats.h"
+#include "visock_diag.h"
 
 static int visock_proc_show(struct seq_file *seq, void *v)
 {
