@@ -69,6 +69,7 @@
 #include "visock_sockopt.h"
 #include "visock_diag.h"
 #include "visock_genl.h"
+#include "visock_policy.h"
 
 struct proto visock_proto = {
 	.name		= "VISOCK",

@@ -21,7 +21,6 @@
 #include <linux/visock_genl.h>
 
 #include "visock_compat.h"
-#include "visock_policy.h"
 #include "visock_stats.h"
 #include "visock_wire.h"
 
@@ -373,8 +372,6 @@ enum visock_hs_state {
 struct visock_link;
 struct visock_dp;
 struct visock_pol_table;
-struct genl_info;
-struct netlink_callback;
 struct ib_device;
 
 /*
@@ -521,19 +518,6 @@ int visock_ib_walk_devices(unsigned long *pos, visock_ib_dev_fn_t fn,
 int visock_inet_init(void);
 void visock_inet_exit(void);
 void visock_inet_child_init(struct sock *sk);
-
-/* visock_policy.c */
-extern const struct nla_policy visock_rule_nl_policy[VISOCK_RULE_A_MAX + 1];
-int visock_policy_net_init(struct net *net);
-void visock_policy_net_exit(struct net *net);
-bool visock_policy_denies(struct net *net, const struct sockaddr *addr,
-			  int len);
-u8 visock_policy_get_default(struct net *net);
-int visock_policy_set_default(struct net *net, u8 dflt);
-int visock_policy_nl_add(struct sk_buff *skb, struct genl_info *info);
-int visock_policy_nl_del(struct sk_buff *skb, struct genl_info *info);
-int visock_policy_nl_flush(struct sk_buff *skb, struct genl_info *info);
-int visock_policy_nl_dump(struct sk_buff *skb, struct netlink_callback *cb);
 
 /* visock_sysctl.c */
 int visock_sysctl_net_init(struct net *net);

@@ -35,6 +35,7 @@
 #include "visock_stats.h"
 #include "visock_diag.h"
 #include "visock_genl.h"
+#include "visock_policy.h"
 
 /* Upper bound of GID table entries looked at per port. */
 #define VISOCK_GENL_GID_MAX	4096

@@ -32,6 +32,7 @@
 
 #include "visock.h"
 #include "visock_genl.h"
+#include "visock_policy.h"
 
 /**
  * struct visock_pol_table - the rules of a namespace, read under RCU

@@ -11,6 +11,14 @@
 #define _NET_VISOCK_POLICY_H
 
 #include <linux/types.h>
+#include <linux/visock.h>
+#include <net/netlink.h>
+
+struct genl_info;
+struct net;
+struct netlink_callback;
+struct sk_buff;
+struct sockaddr;
 
 /**
  * struct visock_pol_rule - one destination policy rule
@@ -52,5 +60,18 @@ u8 visock_pol_lookup(const struct visock_pol_rule *rules, unsigned int n,
 		     u8 dflt, const struct visock_pol_dst *dst);
 void visock_pol_dst_init(struct visock_pol_dst *dst, int family,
 			 const __be32 *addr, u16 port);
+
+/* visock_policy.c */
+extern const struct nla_policy visock_rule_nl_policy[VISOCK_RULE_A_MAX + 1];
+int visock_policy_net_init(struct net *net);
+void visock_policy_net_exit(struct net *net);
+bool visock_policy_denies(struct net *net, const struct sockaddr *addr,
+			  int len);
+u8 visock_policy_get_default(struct net *net);
+int visock_policy_set_default(struct net *net, u8 dflt);
+int visock_policy_nl_add(struct sk_buff *skb, struct genl_info *info);
+int visock_policy_nl_del(struct sk_buff *skb, struct genl_info *info);
+int visock_policy_nl_flush(struct sk_buff *skb, struct genl_info *info);
+int visock_policy_nl_dump(struct sk_buff *skb, struct netlink_callback *cb);
 
 #endif /* _NET_VISOCK_POLICY_H */
