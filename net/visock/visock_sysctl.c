@@ -11,6 +11,7 @@
 #include <linux/sysctl.h>
 
 #include "visock.h"
+#include "visock_sysctl.h"
 
 static const int visock_hs_timeout_min = 100;
 static const int visock_hs_timeout_max = 60000;
