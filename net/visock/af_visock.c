@@ -70,6 +70,7 @@
 #include "visock_diag.h"
 #include "visock_genl.h"
 #include "visock_policy.h"
+#include "visock_inet.h"
 
 struct proto visock_proto = {
 	.name		= "VISOCK",

@@ -496,9 +496,4 @@ typedef int (*visock_ib_dev_fn_t)(struct ib_device *ibdev, unsigned int nlinks,
 int visock_ib_walk_devices(unsigned long *pos, visock_ib_dev_fn_t fn,
 			   void *arg);
 
-/* visock_inet.c */
-int visock_inet_init(void);
-void visock_inet_exit(void);
-void visock_inet_child_init(struct sock *sk);
-
 #endif /* _NET_VISOCK_H */

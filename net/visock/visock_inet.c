@@ -35,6 +35,7 @@
 #include <net/tcp_states.h>
 
 #include "visock.h"
+#include "visock_inet.h"
 
 static int inet_proto = IPPROTO_VISOCK;
 module_param(inet_proto, int, 0444);

@@ -22,6 +22,7 @@
 #include "visock_genl.h"
 #include "visock_policy.h"
 #include "visock_sysctl.h"
+#include "visock_inet.h"
 
 unsigned int visock_net_id __read_mostly;
 struct workqueue_struct *visock_wq __read_mostly;
