@@ -455,38 +455,6 @@ int visock_lazy_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 			size_t len, int flags);
 __poll_t visock_lazy_poll(struct visock_sock *vsk, __poll_t tcp_mask);
 
-/* visock_debugfs.c */
-extern u32 visock_test_raw_handshake;
-/* Test hook: a client starts its handshake this many ms late (debugfs) */
-extern u32 visock_test_hs_delay_ms;
-/* Test hook: no closed or abort flag is sent (debugfs) */
-extern u32 visock_test_mute_end_flags;
-/* Test hook: a lazy client handles the switch reply this many ms late */
-extern u32 visock_test_swrep_delay_ms;
-
-/*
- * Cursor message injection (debugfs cdc_inject, test only): the next
- * cursor message of the connection whose local token is
- * visock_test_cdc_token is followed by a copy for a wrong connection
- * (STALE: same slot index, other random part; UNKNOWN: an index no
- * connection should have) or itself carries an impossible value.
- */
-enum {
-	VISOCK_TEST_CDC_OFF,
-	VISOCK_TEST_CDC_STALE,
-	VISOCK_TEST_CDC_UNKNOWN,
-	VISOCK_TEST_CDC_BAD_PROD,
-	VISOCK_TEST_CDC_BAD_CONS,
-	VISOCK_TEST_CDC_BAD_CREDITS,
-	VISOCK_TEST_CDC_MAX = VISOCK_TEST_CDC_BAD_CREDITS,
-};
-
-extern u32 visock_test_cdc_inject;
-extern u32 visock_test_cdc_token;
-extern u32 visock_test_cdc_injected;
-void visock_debugfs_init(void);
-void visock_debugfs_exit(void);
-
 /* visock_ib.c */
 int visock_ib_init(void);
 void visock_ib_exit(void);

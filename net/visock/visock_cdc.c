@@ -39,6 +39,7 @@
 #include "visock_trace.h"
 #include "visock_fault.h"
 #include "visock_genl.h"
+#include "visock_debugfs.h"
 
 /*
  * The shared QP died (device removed, stuck peer).  Called by

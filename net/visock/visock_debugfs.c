@@ -55,6 +55,7 @@
 #include "visock.h"
 #include "visock_fault.h"
 #include "visock_diag.h"
+#include "visock_debugfs.h"
 
 u32 visock_test_raw_handshake;
 u32 visock_test_hs_delay_ms;

@@ -56,6 +56,7 @@
 #include "visock_rdma.h"
 #include "visock_trace.h"
 #include "visock_genl.h"
+#include "visock_debugfs.h"
 
 /**
  * visock_hs_ring_size() - size of the receive ring of a new connection

@@ -53,6 +53,7 @@
 #include "visock.h"
 #include "visock_link.h"
 #include "visock_rdma.h"
+#include "visock_debugfs.h"
 
 /* Where a lazy connection's reader stands (visock_lazy_rx_phase()). */
 enum visock_lazy_rx_phase {

@@ -23,6 +23,7 @@
 #include "visock_policy.h"
 #include "visock_sysctl.h"
 #include "visock_inet.h"
+#include "visock_debugfs.h"
 
 unsigned int visock_net_id __read_mostly;
 struct workqueue_struct *visock_wq __read_mostly;

@@ -64,6 +64,7 @@
 #include <net/sock.h>
 
 #include "visock_rdma.h"
+#include "visock_debugfs.h"
 
 /* How long a graceful close may take in the background. */
 #define VISOCK_CLOSE_TIMEOUT	(30 * HZ)
