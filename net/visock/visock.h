@@ -333,14 +333,6 @@ enum visock_sw_state {
 	VISOCK_SW_DECLINED,	/* stays on TCP for good */
 };
 
-/*
- * Flags byte of the visock option in the copy of a client's SYN that TCP
- * saves for an internal listener: visock_nf.c records there what the
- * SYN-ACK echoed (bits outside VISOCK_TCPOPT_F_PEER_MASK).
- */
-#define VISOCK_SAVED_F_ECHOED		0x80	/* the SYN-ACK echoed it */
-#define VISOCK_SAVED_F_ECHO_RDMA	0x40	/* ... with F_RDMA */
-
 /* Handshake states (visock_handshake.c) */
 enum visock_hs_state {
 	VISOCK_HS_NONE,		/* no in-band handshake (yet) */

@@ -57,6 +57,7 @@
 #include "visock_trace.h"
 #include "visock_genl.h"
 #include "visock_debugfs.h"
+#include "visock_nf.h"
 
 /**
  * visock_hs_ring_size() - size of the receive ring of a new connection
