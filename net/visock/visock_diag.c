@@ -344,11 +344,13 @@ static int visock_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 	m->vdiag_id = vsk->diag_id;
 
 	if (busy) {
+		lockdep_assert_held(&sk->sk_lock.slock);
 		if (nla_put_flag(skb, VISOCK_DIAG_BUSY))
 			goto cancel;
 		nlmsg_end(skb, nlh);
 		return 0;
 	}
+	lockdep_assert_held(&sk->sk_lock);
 	if (req->vdiag_show & VISOCK_SHOW_INFO) {
 		visock_diag_info(vsk, &info);
 		if (nla_put(skb, VISOCK_DIAG_INFO, sizeof(info), &info))

@@ -473,6 +473,7 @@ static int visock_genl_link_fill(struct visock_sock *vsk, void *arg)
 	void *hdr;
 	bool full;
 
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	if (!vsk->link)
 		return 0;
 	visock_link_diag(vsk->link, &d);

@@ -144,6 +144,7 @@ bool visock_policy_denies(struct net *net, const struct sockaddr *addr,
 /* The current table; only with pol_lock held. */
 static struct visock_pol_table *visock_pol_locked(struct visock_net *vn)
 {
+	lockdep_assert_held(&vn->pol_lock);
 	return rcu_dereference_protected(vn->policy,
 					 lockdep_is_held(&vn->pol_lock));
 }
@@ -166,9 +167,11 @@ static int visock_pol_replace(struct visock_net *vn, unsigned int pos,
 			      const struct visock_pol_rule *ins,
 			      unsigned int skip, u8 dflt)
 {
-	struct visock_pol_table *old = visock_pol_locked(vn), *t;
+	struct visock_pol_table *old, *t;
 	size_t sz = sizeof(old->rules[0]);
 
+	lockdep_assert_held(&vn->pol_lock);
+	old = visock_pol_locked(vn);
 	t = visock_pol_alloc(old->n + !!ins - skip);
 	if (!t)
 		return -ENOMEM;

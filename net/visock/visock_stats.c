@@ -50,7 +50,10 @@ const char *visock_fb_name(unsigned int reason)
 	return "unknown";
 }
 
-/* Sum of the raw counters, since the namespace was created. */
+/*
+ * Sum of the raw counters, since the namespace was created.  Under
+ * vn->base_lock, which makes the sum and the use of it one step.
+ */
 static void visock_stats_raw(const struct visock_net *vn,
 			     struct visock_totals *t)
 {
@@ -58,6 +61,7 @@ static void visock_stats_raw(const struct visock_net *vn,
 	unsigned int i;
 	int cpu;
 
+	lockdep_assert_held(&vn->base_lock);
 	memset(t, 0, sizeof(*t));
 	for_each_possible_cpu(cpu) {
 		const struct visock_stats *s = per_cpu_ptr(vn->stats, cpu);
