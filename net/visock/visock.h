@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * visock: private definitions shared by the files of visock.ko.
+ * visock: the core objects shared by the files of visock.ko: the state
+ * of a network namespace (struct visock_net) and of a socket (struct
+ * visock_sock), the constants they need and their accessors.
  *
- * Prototypes are grouped under the name of the file that defines them.
+ * Each component declares its functions in a header of its own (e.g.
+ * visock_stats.h, visock_diag.h, visock_genl.h); the prototypes left
+ * here are grouped under the name of the file that defines them.
  */
 #ifndef _NET_VISOCK_H
 #define _NET_VISOCK_H
