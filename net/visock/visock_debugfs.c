@@ -52,10 +52,9 @@
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 
-#include "visock.h"
-#include "visock_fault.h"
-#include "visock_diag.h"
 #include "visock_debugfs.h"
+#include "visock_diag.h"
+#include "visock_fault.h"
 
 u32 visock_test_raw_handshake;
 u32 visock_test_hs_delay_ms;

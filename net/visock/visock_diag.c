@@ -46,9 +46,9 @@
 #include <net/tcp_states.h>
 
 #include "visock.h"
+#include "visock_diag.h"
 #include "visock_link.h"
 #include "visock_rdma.h"
-#include "visock_diag.h"
 #include "visock_stats.h"
 
 /* Last socket number given out; numbers are unique while loaded. */

@@ -31,11 +31,11 @@
 #include <rdma/ib_verbs.h>
 
 #include "visock.h"
-#include "visock_link.h"
-#include "visock_stats.h"
 #include "visock_diag.h"
 #include "visock_genl.h"
+#include "visock_link.h"
 #include "visock_policy.h"
+#include "visock_stats.h"
 
 /* Upper bound of GID table entries looked at per port. */
 #define VISOCK_GENL_GID_MAX	4096

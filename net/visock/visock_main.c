@@ -15,15 +15,15 @@
 #include <net/net_namespace.h>
 
 #include "visock.h"
-#include "visock_link.h"
-#include "visock_nf.h"
-#include "visock_stats.h"
+#include "visock_debugfs.h"
 #include "visock_diag.h"
 #include "visock_genl.h"
-#include "visock_policy.h"
-#include "visock_sysctl.h"
 #include "visock_inet.h"
-#include "visock_debugfs.h"
+#include "visock_link.h"
+#include "visock_nf.h"
+#include "visock_policy.h"
+#include "visock_stats.h"
+#include "visock_sysctl.h"
 
 unsigned int visock_net_id __read_mostly;
 struct workqueue_struct *visock_wq __read_mostly;

@@ -11,8 +11,8 @@
 #include <net/net_namespace.h>
 
 #include "visock.h"
-#include "visock_stats.h"
 #include "visock_diag.h"
+#include "visock_stats.h"
 
 static int visock_proc_show(struct seq_file *seq, void *v)
 {
