@@ -28,9 +28,6 @@
 #include "visock_stats.h"
 #include "visock_wire.h"
 
-/* Module version; keep in sync with PACKAGE_VERSION in dkms.conf. */
-#define VISOCK_VERSION	"0.1.0"
-
 /*
  * QP caps when net.visock.lgr_peer_qps_max / lgr_qps_max are 0: these
  * times lgr_max_links.  Upper bound of both sysctls.

@@ -25,6 +25,9 @@
 #include "visock_stats.h"
 #include "visock_sysctl.h"
 
+/* Module version; keep in sync with PACKAGE_VERSION in dkms.conf. */
+#define VISOCK_VERSION	"0.1.0"
+
 unsigned int visock_net_id __read_mostly;
 struct workqueue_struct *visock_wq __read_mostly;
 
