@@ -448,13 +448,5 @@ int visock_lazy_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 			size_t len, int flags);
 __poll_t visock_lazy_poll(struct visock_sock *vsk, __poll_t tcp_mask);
 
-/* visock_ib.c */
-int visock_ib_init(void);
-void visock_ib_exit(void);
-unsigned int visock_ib_device_count(void);
-typedef int (*visock_ib_dev_fn_t)(struct ib_device *ibdev, unsigned int nlinks,
-				void *arg);
-int visock_ib_walk_devices(unsigned long *pos, visock_ib_dev_fn_t fn,
-			   void *arg);
 
 #endif /* _NET_VISOCK_H */

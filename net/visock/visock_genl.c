@@ -33,6 +33,7 @@
 #include "visock.h"
 #include "visock_diag.h"
 #include "visock_genl.h"
+#include "visock_ib.h"
 #include "visock_link.h"
 #include "visock_policy.h"
 #include "visock_stats.h"

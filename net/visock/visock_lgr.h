@@ -20,6 +20,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "visock.h"
+#include "visock_ib.h"
 #include "visock_link.h"
 
 #define VISOCK_LINK_SEND_SGE	2
@@ -410,15 +411,14 @@ int visock_rbuf_create(struct visock_qp *q, u32 size,
 		       enum dma_data_direction dir, struct visock_rbuf **slot);
 
 /* visock_lgr.c */
-int visock_sa_to_gid(const struct sockaddr *sa, union ib_gid *gid);
 void visock_lgr_unpick(struct visock_qp *q, bool put);
-void visock_qp_kill(struct visock_qp *q, const char *why);
 void visock_qp_ka_start(struct visock_qp *q);
 void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc);
-int visock_qp_setup(struct visock_qp *q, const struct sockaddr *local);
 void visock_qp_reap(struct visock_qp *q, bool all);
 void visock_qp_put(struct visock_qp *q);
-int visock_qp_connect(struct visock_qp *q, const struct visock_hs_msg *peer);
+void visock_qp_queue_idle(struct visock_qp *q, unsigned long delay);
+void visock_qp_rx_done(struct ib_cq *cq, struct ib_wc *wc);
+void visock_qp_ka_stop(struct visock_qp *q);
 int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
 		       enum dma_data_direction dir, struct visock_rbuf **out);
 struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,

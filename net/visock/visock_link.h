@@ -35,28 +35,6 @@ struct visock_link;
 #define VISOCK_LINK_CTRL_SLOT	32
 
 /**
- * struct visock_ibdev - an RDMA device visock may use
- * @list: entry in the device list of visock_ib.c, under its
- *	visock_ibdevs_lock
- * @ibdev: the device; valid until the ib_client remove callback returns
- * @lock: protects @links and @dying.  Nests inside visock_ibdevs_lock and
- *	inside a link's own lock; never held while taking either of them
- * @links: links using @ibdev (struct visock_link.dev_node)
- * @dying: the device is being removed; no new link may attach
- *
- * Shared by visock_ib.c (discovery, owns the structure) and
- * visock_link.c (attaches links to it and kills them on removal).
- */
-struct visock_ibdev {
-	struct list_head list;
-	struct ib_device *ibdev;
-	/* Protects links, dying; inside a link's lock and visock_ibdevs_lock */
-	struct mutex lock;
-	struct list_head links;
-	bool dying;
-};
-
-/**
  * struct visock_link_params - what a connection wants from a link group
  * @net: namespace of the connection
  * @local: local address of the internal TCP connection
@@ -150,15 +128,5 @@ void visock_link_peer_params(const struct visock_link *l,
 int visock_link_register_rx(struct visock_link *l);
 void visock_lgr_net_init(struct net *net);
 void visock_lgr_net_exit(struct net *net);
-
-/* visock_link.c, for visock_ib.c */
-void visock_link_device_removed(struct visock_ibdev *vdev);
-
-/* visock_ib.c, for visock_link.c */
-const struct ib_gid_attr *visock_ib_attach(struct net *net,
-					   const union ib_gid *gid,
-					   struct net_device *ndev,
-					   struct list_head *link_node,
-					   struct visock_ibdev **vdevp);
 
 #endif /* _NET_VISOCK_LINK_H */

@@ -18,6 +18,7 @@
 #include "visock_debugfs.h"
 #include "visock_diag.h"
 #include "visock_genl.h"
+#include "visock_ib.h"
 #include "visock_inet.h"
 #include "visock_link.h"
 #include "visock_nf.h"

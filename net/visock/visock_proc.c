@@ -12,6 +12,7 @@
 
 #include "visock.h"
 #include "visock_diag.h"
+#include "visock_ib.h"
 #include "visock_stats.h"
 
 static int visock_proc_show(struct seq_file *seq, void *v)

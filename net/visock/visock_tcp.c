@@ -28,6 +28,7 @@
 #include <net/tcp.h>
 
 #include "visock.h"
+#include "visock_ib.h"
 
 /* Caller holds tsk->sk_callback_lock, for reading or writing. */
 static struct visock_sock *visock_tcp_owner(struct sock *tsk)
