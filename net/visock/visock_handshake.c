@@ -53,6 +53,7 @@
 
 #include "visock.h"
 #include "visock_link.h"
+#include "visock_llc.h"
 #include "visock_rdma.h"
 #include "visock_trace.h"
 #include "visock_genl.h"

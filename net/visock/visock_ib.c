@@ -33,6 +33,7 @@
 #include "visock_genl.h"
 #include "visock_ib.h"
 #include "visock_lgr.h"
+#include "visock_llc.h"
 #include "visock_trace.h"
 
 /*

@@ -42,7 +42,9 @@
 #include <linux/slab.h>
 #include <linux/wait_bit.h>
 
+#include "visock_ib.h"
 #include "visock_lgr.h"
+#include "visock_llc.h"
 #include "visock_trace.h"
 #include "visock_fault.h"
 

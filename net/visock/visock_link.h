@@ -120,9 +120,6 @@ void visock_link_diag(struct visock_link *l, struct visock_diag_link *d);
 void visock_lgr_gauges(struct net *net, struct visock_gauges *g);
 bool visock_lgr_peer_up(struct net *net, const struct sockaddr *peer,
 			int len);
-int visock_lgr_switch_decline(struct net *net, const struct sockaddr *local,
-			      const struct sockaddr *peer,
-			      const struct visock_hs_msg *sw, u32 reason);
 void visock_link_peer_params(const struct visock_link *l,
 			     struct visock_hs_msg *m);
 int visock_link_register_rx(struct visock_link *l);
