@@ -34,6 +34,7 @@
 #include "visock_ib.h"
 #include "visock_lgr.h"
 #include "visock_llc.h"
+#include "visock_wr.h"
 #include "visock_trace.h"
 
 /*

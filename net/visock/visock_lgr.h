@@ -412,7 +412,6 @@ int visock_rbuf_create(struct visock_qp *q, u32 size,
 
 /* visock_lgr.c */
 void visock_lgr_unpick(struct visock_qp *q, bool put);
-void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc);
 void visock_qp_reap(struct visock_qp *q, bool all);
 void visock_qp_put(struct visock_qp *q);
 struct visock_qp *visock_lgr_switch_qp(struct net *net,
@@ -420,13 +419,11 @@ struct visock_qp *visock_lgr_switch_qp(struct net *net,
 				       const struct sockaddr *peer,
 				       const struct visock_hs_msg *sw);
 void visock_qp_queue_idle(struct visock_qp *q, unsigned long delay);
-void visock_qp_rx_done(struct ib_cq *cq, struct ib_wc *wc);
 int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
 		       enum dma_data_direction dir, struct visock_rbuf **out);
 struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
 				  const union ib_gid *gid,
 				  const union ib_gid *peer_addr, bool *created);
-int visock_qp_fill_rq(struct visock_qp *q, unsigned int nconns);
 void visock_link_linger_rx(void *ctx, const struct visock_rx_ev *ev);
 void visock_qp_put_rbuf(struct visock_qp *q, struct visock_rbuf *rb,
 			bool reusable);

@@ -27,6 +27,7 @@
 #include "visock_ib.h"
 #include "visock_lgr.h"
 #include "visock_llc.h"
+#include "visock_wr.h"
 
 static void visock_qp_msg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
