@@ -315,27 +315,6 @@ bool visock_link_reused(const struct visock_link *l)
 	return !l->created_qp;
 }
 
-/* Post a chain; caller holds post_lock.  Counts what was accepted. */
-static int visock_qp_post_locked(struct visock_qp *q, struct visock_link *l,
-				 const struct ib_send_wr *wr)
-{
-	const struct ib_send_wr *bad = NULL, *w;
-	unsigned int n = 0;
-	int err;
-
-	lockdep_assert_held(&q->post_lock);
-	err = ib_post_send(q->ibqp, wr, &bad);
-	/* On error, @bad is the first request that was not posted. */
-	for (w = wr; w && !(err && w == bad); w = w->next)
-		n++;
-	if (n) {
-		q->posted = true;
-		atomic64_add(n, &q->wr_posted);
-		atomic_add(n, &l->outstanding);
-	}
-	return err;
-}
-
 /*
  * Post the registrations of the rings that are new (signaled, so that
  * each completion is accounted for).  Under the QP's lock.
@@ -375,11 +354,8 @@ static int visock_link_post_reg(struct visock_link *l)
 	atomic_set(&l->reg_left, n);
 	reinit_completion(&l->reg_done);
 	l->reg_status = IB_WC_SUCCESS;
-	spin_lock_bh(&q->post_lock);
-	err = q->can_post ? visock_fault(VISOCK_FP_POST_REG) : -ENODEV;
-	if (!err)
-		err = visock_qp_post_locked(q, l, &reg[0].wr);
-	spin_unlock_bh(&q->post_lock);
+	err = visock_wr_post_send(q, l, &reg[0].wr, VISOCK_FP_POST_REG, NULL,
+				  NULL);
 	return err ? err : n;
 }
 
@@ -890,34 +866,39 @@ int visock_link_post_ctrl(struct visock_link *l, unsigned int idx, u32 len,
 			  struct ib_cqe *cqe)
 {
 	struct visock_qp *q = l->qp;
-	struct ib_send_wr wr = {};
-	struct ib_sge sge;
-	int err;
 
 	if (WARN_ON_ONCE(idx >= VISOCK_LINK_SQ_DEPTH ||
 			 len > VISOCK_LINK_CTRL_SLOT))
 		return -EINVAL;
-	wr.opcode = IB_WR_SEND;
-	wr.send_flags = IB_SEND_SIGNALED;
-	wr.wr_cqe = cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	return visock_wr_post_slot(q, l, visock_qp_tx_slot(q, l->idx, idx),
+				   len, cqe, VISOCK_FP_POST_CTRL);
+}
 
-	spin_lock_bh(&q->post_lock);
-	if (q->can_post) {
-		sge.addr = visock_qp_slot_dma(q, visock_qp_tx_slot(q, l->idx,
-								   idx));
-		sge.length = len;
-		sge.lkey = q->pd->local_dma_lkey;
-		ib_dma_sync_single_for_device(q->ibdev, sge.addr, len,
-					      DMA_BIDIRECTIONAL);
-		err = visock_fault(VISOCK_FP_POST_CTRL) ?:
-		      visock_qp_post_locked(q, l, &wr);
-	} else {
-		err = READ_ONCE(q->dead) ? -ENODEV : -ENOTCONN;
+/* A WRITE of the send buffer, finished under the QP's post_lock. */
+struct visock_link_write {
+	struct visock_link *l;
+	struct ib_sge *sge;
+	int n;
+	u32 off;
+	u32 len;
+};
+
+/* The send buffer's key and DMA sync: valid while it may be posted. */
+static int visock_link_prep_write(struct visock_qp *q, void *arg)
+{
+	struct visock_link_write *pw = arg;
+	struct visock_rbuf *sbuf = pw->l->sbuf;
+	int i;
+
+	if (!sbuf->mr)
+		return READ_ONCE(q->dead) ? -ENODEV : -ENOTCONN;
+	/* The CPU wrote these bytes; the device reads them. */
+	visock_rbuf_sync_wrap(q->ibdev, sbuf, pw->off, pw->len, false);
+	for (i = 0; i < pw->n; i++) {
+		pw->sge[i].addr += sbuf->iova;
+		pw->sge[i].lkey = sbuf->mr->lkey;
 	}
-	spin_unlock_bh(&q->post_lock);
-	return err;
+	return 0;
 }
 
 /**
@@ -943,6 +924,7 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 			   __be32 imm, struct ib_cqe *cqe)
 {
 	struct visock_qp *q = l->qp;
+	struct visock_link_write pw;
 	struct ib_rdma_wr wr[2] = {};
 	struct ib_sge sge[2];
 	u32 size = l->peer.size, part;
@@ -971,20 +953,13 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 	wr[n - 1].wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
 	wr[n - 1].wr.ex.imm_data = imm;
 
-	spin_lock_bh(&q->post_lock);
-	if (q->can_post && l->sbuf->mr) {
-		/* The CPU wrote these bytes; the device reads them. */
-		visock_rbuf_sync_wrap(q->ibdev, l->sbuf, off, len, false);
-		for (i = 0; i < n; i++) {
-			sge[i].addr += l->sbuf->iova;
-			sge[i].lkey = l->sbuf->mr->lkey;
-		}
-		err = visock_fault(VISOCK_FP_POST_WRITE) ?:
-		      visock_qp_post_locked(q, l, &wr[0].wr);
-	} else {
-		err = READ_ONCE(q->dead) ? -ENODEV : -ENOTCONN;
-	}
-	spin_unlock_bh(&q->post_lock);
+	pw.l = l;
+	pw.sge = sge;
+	pw.n = n;
+	pw.off = off;
+	pw.len = len;
+	err = visock_wr_post_send(q, l, &wr[0].wr, VISOCK_FP_POST_WRITE,
+				  visock_link_prep_write, &pw);
 	return err ? err : n;
 }
 

@@ -90,39 +90,17 @@ void visock_qp_peer_delete(struct visock_qp *q)
  * Post link message @code from QP-level send slot @slot, completing on
  * @cqe.  Under @q->lock, on a QP that is up with its slots mapped.
  * Return: 0, -ENOTCONN if the QP takes no more requests, or an error of
- * ib_post_send().
+ * ib_post_send() (see visock_wr_post_send()).
  */
 static int visock_qp_post_link_msg(struct visock_qp *q, u8 code,
 				   unsigned int slot, struct ib_cqe *cqe)
 {
 	u32 n = visock_qp_tx_slot(q, 0, slot);
-	struct ib_send_wr wr = {};
-	const struct ib_send_wr *bad;
-	struct ib_sge sge;
-	int err = -ENOTCONN;
 
 	visock_link_msg_encode(code, visock_qp_slot(q, n),
 			       VISOCK_LINK_CTRL_SLOT);
-	wr.opcode = IB_WR_SEND;
-	wr.send_flags = IB_SEND_SIGNALED;
-	wr.wr_cqe = cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	sge.addr = visock_qp_slot_dma(q, n);
-	sge.length = VISOCK_CDC_LEN;
-	sge.lkey = q->pd->local_dma_lkey;
-	spin_lock_bh(&q->post_lock);
-	if (q->can_post) {
-		ib_dma_sync_single_for_device(q->ibdev, sge.addr, sge.length,
-					      DMA_BIDIRECTIONAL);
-		err = ib_post_send(q->ibqp, &wr, &bad);
-		if (!err) {
-			q->posted = true;
-			atomic64_inc(&q->wr_posted);
-		}
-	}
-	spin_unlock_bh(&q->post_lock);
-	return err;
+	return visock_wr_post_slot(q, NULL, n, VISOCK_CDC_LEN, cqe,
+				   VISOCK_FP_NR);
 }
 
 /**
@@ -156,10 +134,7 @@ int visock_lgr_switch_decline(struct net *net, const struct sockaddr *local,
 		.token = sw->token,
 		.reason = reason,
 	};
-	struct ib_send_wr wr = {};
-	const struct ib_send_wr *bad;
 	struct visock_qp *q;
-	struct ib_sge sge;
 	int err = -ENOLINK;
 	u32 n;
 
@@ -182,26 +157,8 @@ int visock_lgr_switch_decline(struct net *net, const struct sockaddr *local,
 		goto out;
 	}
 	reinit_completion(&q->sw_done);
-	wr.opcode = IB_WR_SEND;
-	wr.send_flags = IB_SEND_SIGNALED;
-	wr.wr_cqe = &q->sw_cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	sge.addr = visock_qp_slot_dma(q, n);
-	sge.length = VISOCK_CDC_LEN;
-	sge.lkey = q->pd->local_dma_lkey;
-	err = -ENOTCONN;
-	spin_lock_bh(&q->post_lock);
-	if (q->can_post) {
-		ib_dma_sync_single_for_device(q->ibdev, sge.addr, sge.length,
-					      DMA_BIDIRECTIONAL);
-		err = ib_post_send(q->ibqp, &wr, &bad);
-		if (!err) {
-			q->posted = true;
-			atomic64_inc(&q->wr_posted);
-		}
-	}
-	spin_unlock_bh(&q->post_lock);
+	err = visock_wr_post_slot(q, NULL, n, VISOCK_CDC_LEN, &q->sw_cqe,
+				  VISOCK_FP_NR);
 	mutex_unlock(&q->lock);
 	/* A drain before the QP goes completes it in any case. */
 	if (!err && !wait_for_completion_timeout(&q->sw_done,

@@ -2,6 +2,13 @@
 /*
  * visock: work requests of a QP.
  *
+ * Send requests: every one - a connection's RDMA WRITEs, cursor messages
+ * and ring registrations, the QP's own link messages - is posted by
+ * visock_wr_post_send(), under the QP's post_lock and only while the QP
+ * may be posted to (its verbs objects exist and no drain started), and
+ * counted: as posted on the QP (so that it is drained before it goes)
+ * and as outstanding for its connection (visock_link_wc_done()).
+ *
  * Receive requests: a QP keeps one pool of them for all its connections
  * (as many as their credits need, visock_qp_fill_rq()); a receive
  * completion is handed to the connection that the immediate data of a
@@ -48,6 +55,105 @@ void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc)
 		net_info_ratelimited("visock: QP %u: a request failed: %s (opcode %d, vendor error %u)\n",
 				     q->qpn, ib_wc_status_msg(wc->status),
 				     wc->opcode, wc->vendor_err);
+}
+
+/**
+ * visock_wr_post_send() - post a chain of send work requests on a QP
+ * @q: the QP
+ * @l: the connection the requests are for, or NULL for the QP's own
+ * @wr: the chain
+ * @fp: fault point of the post, or VISOCK_FP_NR for none
+ * @prep: called under the QP's post_lock once the QP may be posted to,
+ *	to finish the requests with what only lives that long (the PD's
+ *	key, DMA syncs), or NULL; a nonzero return is the error of the post
+ * @arg: passed to @prep
+ *
+ * What the device accepted counts as posted on @q and as outstanding for
+ * @l: their completion handlers must end with visock_link_wc_done().
+ *
+ * Context: any context; no spinlock of @q held.
+ * Return: 0, -ENODEV if the QP is dead, -ENOTCONN if it cannot be posted
+ * to otherwise, or the error of @prep or of ib_post_send() (then the
+ * requests before the failed one may have been posted).
+ */
+int visock_wr_post_send(struct visock_qp *q, struct visock_link *l,
+			const struct ib_send_wr *wr,
+			enum visock_fault_point fp,
+			int (*prep)(struct visock_qp *q, void *arg), void *arg)
+{
+	const struct ib_send_wr *bad = NULL, *w;
+	unsigned int n = 0;
+	int err;
+
+	spin_lock_bh(&q->post_lock);
+	if (!q->can_post) {
+		err = READ_ONCE(q->dead) ? -ENODEV : -ENOTCONN;
+		goto out;
+	}
+	err = prep ? prep(q, arg) : 0;
+	if (!err && fp != VISOCK_FP_NR)
+		err = visock_fault(fp);
+	if (err)
+		goto out;
+	err = ib_post_send(q->ibqp, wr, &bad);
+	/* On error, @bad is the first request that was not posted. */
+	for (w = wr; w && !(err && w == bad); w = w->next)
+		n++;
+	if (n) {
+		q->posted = true;
+		atomic64_add(n, &q->wr_posted);
+		if (l)
+			atomic_add(n, &l->outstanding);
+	}
+out:
+	spin_unlock_bh(&q->post_lock);
+	return err;
+}
+
+struct visock_wr_slot {
+	struct ib_sge sge;
+	u32 n;
+};
+
+/* The slot's address, key and DMA sync: valid while it may be posted. */
+static int visock_wr_prep_slot(struct visock_qp *q, void *arg)
+{
+	struct visock_wr_slot *s = arg;
+
+	s->sge.addr = visock_qp_slot_dma(q, s->n);
+	s->sge.lkey = q->pd->local_dma_lkey;
+	ib_dma_sync_single_for_device(q->ibdev, s->sge.addr, s->sge.length,
+				      DMA_BIDIRECTIONAL);
+	return 0;
+}
+
+/**
+ * visock_wr_post_slot() - SEND a message from a send slot of a QP
+ * @q: the QP
+ * @l: the connection the slot belongs to, or NULL for the QP's own
+ * @slot: the slot (visock_qp_tx_slot()), already filled in
+ * @len: message length, at most VISOCK_LINK_CTRL_SLOT
+ * @cqe: completion handler
+ * @fp: fault point, as for visock_wr_post_send()
+ *
+ * Posts one signaled SEND; it consumes one receive request of the peer.
+ *
+ * Context: any context; no spinlock of @q held.
+ * Return: as visock_wr_post_send().
+ */
+int visock_wr_post_slot(struct visock_qp *q, struct visock_link *l, u32 slot,
+			u32 len, struct ib_cqe *cqe, enum visock_fault_point fp)
+{
+	struct visock_wr_slot s = { .n = slot };
+	struct ib_send_wr wr = {};
+
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	wr.wr_cqe = cqe;
+	wr.sg_list = &s.sge;
+	wr.num_sge = 1;
+	s.sge.length = len;
+	return visock_wr_post_send(q, l, &wr, fp, visock_wr_prep_slot, &s);
 }
 
 /* ------------------------------------------------------------------ */

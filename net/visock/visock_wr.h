@@ -1,14 +1,29 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * visock: work requests of a QP (visock_wr.c): receive requests and
- * their dispatch, completion accounting.
+ * visock: work requests of a QP (visock_wr.c): the one posting path of
+ * send requests, receive requests and their dispatch, completion
+ * accounting.
  */
 #ifndef _NET_VISOCK_WR_H
 #define _NET_VISOCK_WR_H
 
+#include <linux/types.h>
+
+#include "visock_fault.h"
+
 struct ib_cq;
+struct ib_cqe;
+struct ib_send_wr;
 struct ib_wc;
+struct visock_link;
 struct visock_qp;
+
+int visock_wr_post_send(struct visock_qp *q, struct visock_link *l,
+			const struct ib_send_wr *wr,
+			enum visock_fault_point fp,
+			int (*prep)(struct visock_qp *q, void *arg), void *arg);
+int visock_wr_post_slot(struct visock_qp *q, struct visock_link *l, u32 slot,
+			u32 len, struct ib_cqe *cqe, enum visock_fault_point fp);
 
 void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc);
 int visock_qp_fill_rq(struct visock_qp *q, unsigned int nconns);
