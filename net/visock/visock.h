@@ -78,7 +78,9 @@
  * @qp_all: every QP of this namespace from its creation until it is
  *	freed, listed or not (struct visock_qp.all_node): what the QP caps
  *	count
- * @lgr_qps_alive: QPs on @qp_all
+ * @lgr_qps_alive: QPs not freed yet, from their allocation on, listed or
+ *	not (one in its idle teardown is off the list): what
+ *	@lgr_qps_max caps; visock_lgr_net_exit() waits for 0
  * @lgr_qps_capped: QPs not created because a QP cap was reached
  * @lgr_gid_mismatch: REQs or REPs whose GID was not the address of the
  *	TCP peer, declined
@@ -86,8 +88,6 @@
  * @lgr_mem: bytes of rings and of the queues of all QPs, against
  *	@lgr_mem_max_mb
  * @lgr_qp_mem: the queues' part of @lgr_mem
- * @lgr_qps_alloc: QPs not freed yet, listed or not (one in its idle
- *	teardown is off the list); visock_lgr_net_exit() waits for 0
  * @lgr_qps_created: QPs created
  * @lgr_qps_destroyed: QPs destroyed
  * @lgr_reused: connections that joined an existing QP
@@ -145,7 +145,6 @@ struct visock_net {
 	wait_queue_head_t lgr_wq;
 	atomic64_t lgr_mem;
 	atomic64_t lgr_qp_mem;
-	atomic_t lgr_qps_alloc;
 	atomic64_t lgr_qps_created;
 	atomic64_t lgr_qps_destroyed;
 	atomic64_t lgr_reused;

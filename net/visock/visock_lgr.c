@@ -140,7 +140,6 @@ static void visock_qp_free(struct kref *ref)
 	spin_lock_bh(&vn->qp_all_lock);
 	list_del(&q->all_node);
 	spin_unlock_bh(&vn->qp_all_lock);
-	atomic_dec(&vn->lgr_qps_alive);
 	visock_qp_free_rbufs(q, &q->pool);
 	visock_qp_free_rbufs(q, &q->quarantine);
 	atomic64_sub(q->reg_bytes + q->qp_bytes, &vn->lgr_mem);
@@ -149,8 +148,8 @@ static void visock_qp_free(struct kref *ref)
 	 * The last use of @vn: the namespace's exit may free it as soon as
 	 * the count drops.  wake_up_var() only hashes the address.
 	 */
-	if (atomic_dec_and_test(&vn->lgr_qps_alloc))
-		wake_up_var(&vn->lgr_qps_alloc);
+	if (atomic_dec_and_test(&vn->lgr_qps_alive))
+		wake_up_var(&vn->lgr_qps_alive);
 	if (q->ctrl_pages)
 		for (i = 0; i < q->ctrl_npages; i++)
 			if (q->ctrl_pages[i])
@@ -380,7 +379,8 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return NULL;
-	atomic_inc(&vn->lgr_qps_alloc);
+	/* Counts against the QP caps from now until it is freed. */
+	atomic_inc(&vn->lgr_qps_alive);
 	kref_init(&q->ref);		/* the list's */
 	mutex_init(&q->lock);
 	spin_lock_init(&q->post_lock);
@@ -532,7 +532,6 @@ struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
 			spin_lock_bh(&vn->qp_all_lock);
 			list_add_tail(&best->all_node, &vn->qp_all);
 			spin_unlock_bh(&vn->qp_all_lock);
-			atomic_inc(&vn->lgr_qps_alive);
 			atomic64_inc(&vn->lgr_qps_created);
 		}
 	}
@@ -778,7 +777,6 @@ void visock_lgr_net_init(struct net *net)
 	init_waitqueue_head(&vn->lgr_wq);
 	atomic64_set(&vn->lgr_mem, 0);
 	atomic64_set(&vn->lgr_qp_mem, 0);
-	atomic_set(&vn->lgr_qps_alloc, 0);
 }
 
 /**
@@ -831,7 +829,7 @@ void visock_lgr_net_exit(struct net *net)
 		kref_put(&q->ref, visock_qp_free);
 	}
 	/* QPs in teardown, and works that still hold a reference. */
-	wait_var_event(&vn->lgr_qps_alloc, !atomic_read(&vn->lgr_qps_alloc));
+	wait_var_event(&vn->lgr_qps_alive, !atomic_read(&vn->lgr_qps_alive));
 	mutex_destroy(&vn->lgr_lock);
 }
 
