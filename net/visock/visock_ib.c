@@ -507,6 +507,7 @@ static int visock_qp_ctrl_create(struct visock_qp *q)
 	u32 slots = q->rq_size + (q->max_conns + 1) * VISOCK_LINK_SQ_DEPTH;
 	unsigned int i;
 
+	lockdep_assert_held(&q->lock);
 	q->ctrl_npages = DIV_ROUND_UP(slots, VISOCK_SLOTS_PER_PAGE);
 	q->ctrl_pages = kcalloc(q->ctrl_npages, sizeof(*q->ctrl_pages),
 				GFP_KERNEL);
@@ -549,6 +550,7 @@ int visock_qp_setup(struct visock_qp *q, const struct sockaddr *local)
 	union ib_gid gid;
 	int ifindex, err;
 
+	lockdep_assert_held(&q->lock);
 	err = visock_link_addr_to_gid(local, &gid, &ifindex);
 	if (err)
 		return err;
@@ -614,6 +616,7 @@ void visock_qp_release_verbs(struct visock_qp *q)
 	unsigned int i;
 	bool drain;
 
+	lockdep_assert_held(&q->lock);
 	spin_lock_bh(&q->post_lock);
 	q->can_post = false;
 	drain = q->posted;
@@ -821,6 +824,7 @@ int visock_qp_connect(struct visock_qp *q, const struct visock_hs_msg *peer)
 {
 	int err;
 
+	lockdep_assert_held(&q->lock);
 	if (q->state != VISOCK_QP_INIT)
 		return -EINVAL;
 	/* The peer's GID must be the address we reach it at over TCP. */

@@ -222,6 +222,7 @@ static bool visock_lgr_qp_allowed(struct visock_net *vn,
 /* A QP that can take one more connection.  Under lgr_lock. */
 static bool visock_qp_has_room(const struct visock_qp *q)
 {
+	lockdep_assert_held(&visock_net(q->net)->lgr_lock);
 	/* Lingering connections keep their token index. */
 	return q->state == VISOCK_QP_UP && !READ_ONCE(q->dying) &&
 	       !READ_ONCE(q->dead) && !test_bit(VISOCK_QP_BROKEN, &q->broken) &&
@@ -242,6 +243,7 @@ static bool visock_qp_retire_full(struct visock_qp *q)
 {
 	int linger = atomic_read(&q->nlinger);
 
+	lockdep_assert_held(&visock_net(q->net)->lgr_lock);
 	if (q->state != VISOCK_QP_UP || q->nconns + linger < q->max_conns ||
 	    linger < max_t(int, q->max_conns / 2, 1))
 		return false;
@@ -685,6 +687,7 @@ void visock_link_linger_rx(void *ctx, const struct visock_rx_ev *ev)
 	struct visock_qp *q = l->qp;
 	struct visock_cdc m;
 
+	lockdep_assert_held(&q->conns.xa_lock);
 	if (ev->kind != VISOCK_RX_CTRL || visock_cdc_decode(ev->msg, ev->len, &m))
 		return;
 	if (!(m.flags & (VISOCK_CDC_F_CLOSED | VISOCK_CDC_F_ABORT)) ||

@@ -97,6 +97,7 @@ static int visock_qp_post_link_msg(struct visock_qp *q, u8 code,
 {
 	u32 n = visock_qp_tx_slot(q, 0, slot);
 
+	lockdep_assert_held(&q->lock);
 	visock_link_msg_encode(code, visock_qp_slot(q, n),
 			       VISOCK_LINK_CTRL_SLOT);
 	return visock_wr_post_slot(q, NULL, n, VISOCK_CDC_LEN, cqe,
@@ -182,6 +183,7 @@ out:
  */
 static void visock_qp_ka_send_locked(struct visock_qp *q)
 {
+	lockdep_assert_held(&q->lock);
 	if (q->state != VISOCK_QP_UP || !q->ctrl_mapped ||
 	    READ_ONCE(q->ka_busy) || test_bit(VISOCK_QP_BROKEN, &q->broken))
 		return;
@@ -197,6 +199,7 @@ static void visock_qp_ka_queue_locked(struct visock_qp *q)
 {
 	int ms = READ_ONCE(visock_net(q->net)->lgr_keepalive_ms);
 
+	lockdep_assert_held(&q->lock);
 	if (q->dead)
 		return;
 	kref_get(&q->ref);
@@ -228,6 +231,7 @@ static void visock_qp_ka_work(struct work_struct *work)
  */
 void visock_qp_ka_start(struct visock_qp *q)
 {
+	lockdep_assert_held(&q->lock);
 	visock_qp_ka_queue_locked(q);
 }
 

@@ -117,6 +117,7 @@ int visock_rbuf_create(struct visock_qp *q, u32 size,
 	u32 chunk, left;
 	int n, err;
 
+	lockdep_assert_held(&q->lock);
 	err = visock_rbuf_order(dev, size, &order);
 	if (err)
 		return err;

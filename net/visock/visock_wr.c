@@ -203,6 +203,7 @@ int visock_qp_fill_rq(struct visock_qp *q, unsigned int nconns)
 			 VISOCK_QP_RQ_SLACK + nconns * VISOCK_LINK_RQ_DEPTH);
 	int err;
 
+	lockdep_assert_held(&q->lock);
 	while (q->rq_posted < want) {
 		err = visock_qp_post_recv(q, &q->rx[q->rq_posted]);
 		if (err)
