@@ -63,6 +63,7 @@
 
 #include "visock.h"
 #include "visock_link.h"
+#include "visock_lgr.h"
 #include "visock_rdma.h"
 #include "visock_trace.h"
 #include "visock_fault.h"

@@ -48,6 +48,7 @@
 #include "visock.h"
 #include "visock_diag.h"
 #include "visock_link.h"
+#include "visock_lgr.h"
 #include "visock_rdma.h"
 #include "visock_stats.h"
 

@@ -99,6 +99,7 @@ static void visock_link_device_removed(struct visock_ibdev *vdev)
 	}
 	mutex_unlock(&vdev->lock);
 }
+
 static int visock_ib_add(struct ib_device *ibdev)
 {
 	struct visock_ibdev *vdev;
@@ -312,7 +313,16 @@ static void visock_qp_event(struct ib_event *ev, void *ctx)
 	}
 }
 
-/* The first failed request: tell every connection, take no new ones. */
+/**
+ * visock_qp_fail() - a request of a QP failed
+ * @q: the QP, now in the error state
+ * @status: work completion status of the failure
+ *
+ * The first call tells every connection on @q (a VISOCK_RX_ERR receive
+ * event) and makes the QP take no new ones.
+ *
+ * Context: softirq (completion handler).
+ */
 void visock_qp_fail(struct visock_qp *q, int status)
 {
 	struct visock_rx_ev ev = { .kind = VISOCK_RX_ERR, .status = status };
@@ -541,7 +551,21 @@ static int visock_qp_ctrl_create(struct visock_qp *q)
 	return 0;
 }
 
-/* Context: process context, under the QP's lock. */
+/**
+ * visock_qp_setup() - create the verbs objects of a new QP
+ * @q: the QP, in state VISOCK_QP_NEW
+ * @local: the local address of the connection that created it
+ *
+ * Attaches @q to the RDMA device with the GID of @local, creates its PD,
+ * CQ, RC QP (moved to INIT) and cursor message slots, and posts the
+ * first receive requests.  What was created before a failure is released
+ * with the QP.
+ *
+ * Context: process context, under the QP's lock.
+ * Return: 0 with @q in state VISOCK_QP_INIT, -ENODEV if no usable device
+ * has the address, -ENOBUFS at the memory limit, or another negative
+ * errno.
+ */
 int visock_qp_setup(struct visock_qp *q, const struct sockaddr *local)
 {
 	const struct ib_gid_attr *attr;
@@ -605,8 +629,14 @@ static void visock_qp_rbufs_release_dma(struct visock_qp *q,
 		visock_rbuf_release_dma(q, rb);
 }
 
-/*
- * Release every verbs object and detach from the device.  Idempotent.
+/**
+ * visock_qp_release_verbs() - release a QP's verbs objects
+ * @q: the QP
+ *
+ * Stops posting, drains the QP (every request completes, flushed),
+ * releases every verbs object and the rings' DMA mappings and detaches
+ * from the device.  Idempotent.
+ *
  * Context: process context, under the QP's lock.
  */
 void visock_qp_release_verbs(struct visock_qp *q)
@@ -675,9 +705,15 @@ void visock_qp_release_verbs(struct visock_qp *q)
 	}
 }
 
-/*
- * Kill a QP: release its verbs objects (draining it first) and tell its
- * connections.  Context: process context, no visock lock held.
+/**
+ * visock_qp_kill() - kill a QP
+ * @q: the QP
+ * @why: logged
+ *
+ * Releases its verbs objects (draining it first), marks it dead and
+ * calls the dead_cb of every connection on it; the QP goes once idle.
+ *
+ * Context: process context, no visock lock held.
  */
 void visock_qp_kill(struct visock_qp *q, const char *why)
 {
@@ -701,6 +737,14 @@ void visock_qp_kill(struct visock_qp *q, const char *why)
 	visock_qp_queue_idle(q, 0);
 }
 
+/**
+ * visock_sa_to_gid() - an IP address as a RoCE GID
+ * @sa: sockaddr_in or sockaddr_in6
+ * @gid: set to the address, IPv4-mapped for IPv4
+ *
+ * Context: any context.
+ * Return: 0, or -EAFNOSUPPORT for another family.
+ */
 int visock_sa_to_gid(const struct sockaddr *sa, union ib_gid *gid)
 {
 	int ifindex;
@@ -819,7 +863,19 @@ static int visock_qp_to_rts(struct visock_qp *q)
 				IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* Connect a new QP to the peer's end.  Under the QP's lock. */
+/**
+ * visock_qp_connect() - connect a new QP to the peer's end
+ * @q: the QP, in state VISOCK_QP_INIT
+ * @peer: the peer's REQ or REP
+ *
+ * Moves @q to RTR and RTS towards the peer's GID, QPN and PSN, with the
+ * smaller of both MTUs.
+ *
+ * Context: process context, may sleep (address resolution), under the
+ * QP's lock.
+ * Return: 0, -EINVAL if @q is not in INIT, -EBADMSG if the peer's GID is
+ * not the address of its TCP connection, or another negative errno.
+ */
 int visock_qp_connect(struct visock_qp *q, const struct visock_hs_msg *peer)
 {
 	int err;

@@ -63,6 +63,15 @@
  *   connection's dead_cb is called.  Memory stays until the connection
  *   and the QP are gone, so received data can still be read.
  *
+ * Files
+ * -----
+ *   visock_lgr.c   link groups: pick, idle, ring pool, reap, namespaces
+ *   visock_ib.c    devices; a QP's verbs objects and state changes
+ *   visock_wr.c    work requests: posting, receive dispatch
+ *   visock_llc.c   link messages: delete link, keepalive, switch decline
+ *   visock_link.c  a connection's share of a QP
+ *   visock_rbuf.c  registered rings
+ *
  * Locks, outermost first
  * ----------------------
  *   struct visock_net.lgr_lock   mutex; the namespace's QP list, each
@@ -105,10 +114,19 @@
 static void visock_qp_free(struct kref *ref);
 static void visock_qp_reap_work(struct work_struct *work);
 
-/*
- * Run the idle work after @delay; a queued work holds a reference.
- * Nothing may disable idle_work (no cancel_delayed_work_sync()): a
- * disabled work makes mod_delayed_work() return false without queueing.
+/* ------------------------------------------------------------------ */
+/* Lifetime of a QP                                                    */
+/* ------------------------------------------------------------------ */
+
+/**
+ * visock_qp_queue_idle() - run a QP's idle work after a delay
+ * @q: the QP
+ * @delay: in jiffies
+ *
+ * A queued work holds a reference.  Nothing may disable idle_work (no
+ * cancel_delayed_work_sync()): a disabled work makes mod_delayed_work()
+ * return false without queueing.
+ *
  * Context: any context; the caller holds a reference.
  */
 void visock_qp_queue_idle(struct visock_qp *q, unsigned long delay)

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * visock: internals of link groups, shared by visock_lgr.c (queue pairs
- * and link groups), visock_link.c (a connection's share of a queue pair)
- * and visock_rbuf.c (registered ring buffers).  The data path only sees
- * visock_link.h.  Lifetime and locking rules are at the top of
+ * visock: link groups (visock_lgr.c) and the queue pair they are made
+ * of, struct visock_qp, with the structures that hang off it: a
+ * connection's share (struct visock_link, visock_link.c).  The QP's
+ * verbs are in visock_ib.h, its work requests in visock_wr.h, its link
+ * messages in visock_llc.h, its rings in visock_rbuf.h.  The data path
+ * only sees visock_link.h.  Lifetime and locking rules are at the top of
  * visock_lgr.c.
  */
 #ifndef _NET_VISOCK_LGR_H
@@ -22,6 +24,7 @@
 #include "visock.h"
 #include "visock_ib.h"
 #include "visock_link.h"
+#include "visock_rbuf.h"
 
 #define VISOCK_LINK_SEND_SGE	2
 #define VISOCK_LINK_RECV_SGE	1
@@ -340,45 +343,6 @@ struct visock_link {
 	atomic_t reg_left;
 };
 
-/**
- * struct visock_rbuf - a receive ring the peer RDMA-writes into
- * @kaddr: kernel mapping of the whole ring
- * @size: ring size in bytes
- * @order: allocation order of each chunk
- * @nchunks: number of chunks
- * @chunks: the chunks, PAGE_SIZE << @order bytes each
- * @sgt: one entry per chunk
- * @dma_nents: entries after DMA mapping, 0 while not mapped
- * @mr: memory region covering the ring, NULL once released
- * @iova: address the peer writes to (the MR's iova: 0, zero-based)
- * @rkey: remote key of @mr
- * @dir: DMA direction: DMA_FROM_DEVICE for the receive ring,
- *	DMA_TO_DEVICE for the send buffer (the source of our RDMA WRITEs)
- * @registered: the registration work request completed successfully
- * @node: entry in a QP's pool or quarantine, under the QP's lock
- *
- * Memory (@kaddr, @chunks) lives until the ring is freed (with its
- * connection, or from the pool with its QP); the DMA mapping and @mr are
- * verbs resources, released by a kill of the QP too.
- * The send buffer is the same kind of object, registered for local
- * access only, so that a WRITE of any range of it needs one SGE.
- */
-struct visock_rbuf {
-	void *kaddr;
-	u32 size;
-	unsigned int order;
-	unsigned int nchunks;
-	struct page **chunks;
-	struct sg_table sgt;
-	int dma_nents;
-	struct ib_mr *mr;
-	u64 iova;
-	u32 rkey;
-	enum dma_data_direction dir;
-	bool registered;
-	struct list_head node;
-};
-
 /* ------------------------------------------------------------------ */
 /* Cursor message slots                                                */
 /* ------------------------------------------------------------------ */
@@ -402,15 +366,17 @@ static inline u32 visock_qp_tx_slot(const struct visock_qp *q, u32 idx,
 	return q->rq_size + idx * VISOCK_LINK_SQ_DEPTH + n;
 }
 
-/* visock_rbuf.c */
-void visock_rbuf_free(struct visock_rbuf *rb);
-void visock_rbuf_release_dma(struct visock_qp *q, struct visock_rbuf *rb);
-void visock_rbuf_sync_wrap(struct ib_device *dev, struct visock_rbuf *rb,
-			   u32 off, u32 len, bool for_cpu);
-int visock_rbuf_create(struct visock_qp *q, u32 size,
-		       enum dma_data_direction dir, struct visock_rbuf **slot);
+/* ------------------------------------------------------------------ */
+/* Link groups (visock_lgr.c)                                          */
+/* ------------------------------------------------------------------ */
 
-/* visock_lgr.c */
+struct visock_gauges;
+
+void visock_lgr_net_init(struct net *net);
+void visock_lgr_net_exit(struct net *net);
+void visock_lgr_gauges(struct net *net, struct visock_gauges *g);
+bool visock_lgr_peer_up(struct net *net, const struct sockaddr *peer,
+			int len);
 void visock_lgr_unpick(struct visock_qp *q, bool put);
 void visock_qp_reap(struct visock_qp *q, bool all);
 void visock_qp_put(struct visock_qp *q);

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * visock: RDMA links.
- *
- * A link is one reliable-connected queue pair to a peer, together with the
- * protection domain, completion queue and the receive ring the peer writes
- * into.  See the comment at the top of visock_link.c for the lifetime and
- * locking rules.
+ * visock: a connection's share of a link group's queue pair
+ * (visock_link.c): its token, receive ring, send buffer, the peer's ring
+ * and the posting functions of the data path.  The structure is opaque
+ * here; ownership rules are at the top of visock_link.c, those of the
+ * QP at the top of visock_lgr.c.
  */
 #ifndef _NET_VISOCK_LINK_H
 #define _NET_VISOCK_LINK_H
@@ -21,7 +20,6 @@
 #include "visock_wire.h"
 
 struct net;
-struct net_device;
 struct visock_link;
 
 /*
@@ -115,15 +113,9 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 			   __be32 imm, struct ib_cqe *cqe);
 
 struct visock_diag_link;
-struct visock_gauges;
 void visock_link_diag(struct visock_link *l, struct visock_diag_link *d);
-void visock_lgr_gauges(struct net *net, struct visock_gauges *g);
-bool visock_lgr_peer_up(struct net *net, const struct sockaddr *peer,
-			int len);
 void visock_link_peer_params(const struct visock_link *l,
 			     struct visock_hs_msg *m);
 int visock_link_register_rx(struct visock_link *l);
-void visock_lgr_net_init(struct net *net);
-void visock_lgr_net_exit(struct net *net);
 
 #endif /* _NET_VISOCK_LINK_H */

@@ -18,6 +18,7 @@
 #include <linux/vmalloc.h>
 
 #include "visock_lgr.h"
+#include "visock_rbuf.h"
 #include "visock_fault.h"
 
 /* ------------------------------------------------------------------ */
