@@ -39,6 +39,7 @@
 #include <net/sock.h>
 
 #include "visock_rdma.h"
+#include "visock_lazy.h"
 
 /* Cursor of stream position @pos in a ring of @size bytes. */
 static struct visock_cursor visock_cursor_at(u32 size, u64 pos)

@@ -35,7 +35,9 @@
 #include <net/tcp_states.h>
 
 #include "visock.h"
+#include "af_visock.h"
 #include "visock_inet.h"
+#include "visock_tcp.h"
 
 static int inet_proto = IPPROTO_VISOCK;
 module_param(inet_proto, int, 0444);

@@ -51,6 +51,10 @@
 #include <net/tcp.h>
 
 #include "visock.h"
+#include "af_visock.h"
+#include "visock_handshake.h"
+#include "visock_lazy.h"
+#include "visock_tcp.h"
 #include "visock_link.h"
 #include "visock_rdma.h"
 #include "visock_debugfs.h"

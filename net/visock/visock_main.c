@@ -15,6 +15,7 @@
 #include <net/net_namespace.h>
 
 #include "visock.h"
+#include "af_visock.h"
 #include "visock_debugfs.h"
 #include "visock_diag.h"
 #include "visock_genl.h"

@@ -61,6 +61,8 @@
 #include <net/tcp.h>
 
 #include "visock.h"
+#include "visock_handshake.h"
+#include "visock_tcp.h"
 #include "visock_nf.h"
 
 /* Largest TCP header: data offset 15 words. */

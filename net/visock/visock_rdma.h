@@ -255,6 +255,7 @@ static inline bool visock_dp_closed_due(const struct visock_dp *dp,
 /* visock_cdc.c */
 int visock_rdma_prepare(struct visock_sock *vsk);
 void visock_rdma_destroy_link(struct visock_sock *vsk);
+bool visock_rdma_ended(struct visock_sock *vsk);
 void visock_rdma_tcp_closed(struct visock_sock *vsk);
 void visock_rdma_fin_work(struct work_struct *work);
 void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,

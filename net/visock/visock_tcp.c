@@ -28,7 +28,12 @@
 #include <net/tcp.h>
 
 #include "visock.h"
+#include "af_visock.h"
+#include "visock_handshake.h"
 #include "visock_ib.h"
+#include "visock_lazy.h"
+#include "visock_rdma.h"
+#include "visock_tcp.h"
 
 /* Caller holds tsk->sk_callback_lock, for reading or writing. */
 static struct visock_sock *visock_tcp_owner(struct sock *tsk)

@@ -65,6 +65,7 @@
 
 #include "visock_rdma.h"
 #include "visock_debugfs.h"
+#include "visock_tcp.h"
 
 /* How long a graceful close may take in the background. */
 #define VISOCK_CLOSE_TIMEOUT	(30 * HZ)

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * visock: the socket family and its stream engine (af_visock.c).
+ */
+#ifndef _NET_VISOCK_AF_VISOCK_H
+#define _NET_VISOCK_AF_VISOCK_H
+
+#include "visock.h"
+
+extern struct proto visock_proto;
+extern const struct net_proto_family visock_family_ops;
+extern const struct proto_ops visock_stream_ops;
+void visock_sk_init(struct sock *sk, int family);
+int visock_sock_setup(struct visock_sock *vsk);
+void visock_listen_kick(struct visock_sock *vsk);
+void visock_child_settled(struct visock_sock *child);
+void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state);
+void visock_set_fallback(struct visock_sock *vsk, u8 reason);
+
+#endif /* _NET_VISOCK_AF_VISOCK_H */
