@@ -17,5 +17,6 @@ int visock_lazy_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 int visock_lazy_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 			size_t len, int flags);
 __poll_t visock_lazy_poll(struct visock_sock *vsk, __poll_t tcp_mask);
+void visock_lazy_reply_locked(struct visock_dp *dp, const u8 *buf, u32 len);
 
 #endif /* _NET_VISOCK_LAZY_H */

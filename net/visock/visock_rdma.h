@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * visock: the RDMA data path of a connection (visock_cdc.c, visock_tx.c,
- * visock_rx.c).  Lifetime and locking rules are at the top of
- * visock_tx.c and visock_rx.c.
+ * visock: the RDMA data path of a connection (visock_rdma.c, visock_cdc.c,
+ * visock_tx.c, visock_rx.c, visock_close.c, visock_failover.c).  Lifetime
+ * and locking rules are at the top of visock_tx.c and visock_rx.c.
  */
 #ifndef _NET_VISOCK_RDMA_H
 #define _NET_VISOCK_RDMA_H
@@ -252,26 +252,33 @@ static inline bool visock_dp_closed_due(const struct visock_dp *dp,
 /* sk_state_change: wakes pollers of any event (EPOLLRDHUP, EPOLLHUP) */
 #define VISOCK_WAKE_STATE	0x10
 
-/* visock_cdc.c */
+/* visock_rdma.c */
 int visock_rdma_prepare(struct visock_sock *vsk);
 void visock_rdma_destroy_link(struct visock_sock *vsk);
 bool visock_rdma_ended(struct visock_sock *vsk);
-void visock_rdma_tcp_closed(struct visock_sock *vsk);
-void visock_rdma_fin_work(struct work_struct *work);
 void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
 			   const char *why, int detail, unsigned int *wake);
 void visock_dp_wake(struct visock_dp *dp, unsigned int wake);
+__poll_t visock_rdma_poll(struct visock_sock *vsk);
+int visock_rdma_ioctl(struct visock_sock *vsk, unsigned int cmd,
+		      unsigned long arg);
+void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info);
+
+/* visock_cdc.c */
 void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake);
 void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
 			    unsigned int *wake);
 void visock_cdc_note_quiet(struct visock_dp *dp, const u8 *buf, u32 len);
 int visock_cdc_send_swrep_locked(struct visock_dp *dp,
 				 const struct visock_swrep *m);
-void visock_lazy_reply_locked(struct visock_dp *dp, const u8 *buf, u32 len);
-__poll_t visock_rdma_poll(struct visock_sock *vsk);
-int visock_rdma_ioctl(struct visock_sock *vsk, unsigned int cmd,
-		      unsigned long arg);
-void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info);
+
+/* visock_close.c */
+void visock_rdma_tcp_closed(struct visock_sock *vsk);
+void visock_rdma_fin_work(struct work_struct *work);
+int visock_tx_shutdown(struct visock_sock *vsk, int how);
+bool visock_tx_close(struct visock_sock *vsk);
+void visock_tx_last_word(struct visock_dp *dp);
+void visock_tx_close_work(struct work_struct *work);
 
 /* visock_tx.c */
 void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake);
@@ -279,10 +286,6 @@ void visock_tx_done(struct ib_cq *cq, struct ib_wc *wc);
 void visock_tx_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		      size_t len);
-int visock_tx_shutdown(struct visock_sock *vsk, int how);
-bool visock_tx_close(struct visock_sock *vsk);
-void visock_tx_last_word(struct visock_dp *dp);
-void visock_tx_close_work(struct work_struct *work);
 u32 visock_tx_space_locked(const struct visock_dp *dp);
 u32 visock_tx_wake_min_locked(const struct visock_dp *dp);
 

@@ -37,6 +37,7 @@
 #include <net/sock.h>
 
 #include "visock_rdma.h"
+#include "visock_lazy.h"
 
 /**
  * visock_rx_avail_locked() - unread bytes in our ring
