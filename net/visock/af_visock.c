@@ -41,12 +41,19 @@
  * Data calls (sendmsg/recvmsg) in TCP mode take no visock lock at all, so
  * that a reader blocked in TCP does not stop a writer, as with TCP.
  *
+ * Modes.  What a data call does depends on the connection's mode: one
+ * struct visock_mode_ops per mode (TCP here, handshake, lazy start,
+ * RDMA), switched with @mode by visock_set_mode().  The socket calls
+ * below and the internal TCP socket's callbacks (visock_tcp.c) go
+ * through @vsk->ops, read without a lock.
+ *
  * RDMA mode.  Once the handshake switched a connection to
  * VISOCK_MODE_RDMA (which never changes back), sendmsg, recvmsg, poll,
  * shutdown, release and the SIOCINQ/SIOCOUTQ ioctls go to the data path
- * (visock_tx.c, visock_rx.c, visock_cdc.c; rules at the top of those
- * files).  Its calls take lock_sock() of the visock socket (released
- * while they wait) and, inside it, the data path's spinlock.
+ * (visock_rdma.c, visock_tx.c, visock_rx.c, visock_close.c; rules at the
+ * top of visock_tx.c and visock_rx.c).  Its calls take lock_sock() of the
+ * visock socket (released while they wait) and, inside it, the data
+ * path's spinlock.
  */
 #include <linux/module.h>
 #include <linux/net.h>
@@ -101,7 +108,7 @@ static void visock_count_fallback(struct visock_sock *vsk, u8 reason)
 void visock_set_fallback(struct visock_sock *vsk, u8 reason)
 {
 	WRITE_ONCE(vsk->fb_reason, reason);
-	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
+	visock_set_mode(vsk, VISOCK_MODE_TCP);
 	visock_count_fallback(vsk, reason);
 	trace_visock_fallback(vsk, reason);
 	visock_genl_notify_sock(vsk, VISOCK_EVENT_FALLBACK, reason, NULL);
@@ -208,6 +215,7 @@ void visock_sk_init(struct sock *sk, int family)
 	vsk->tcp = NULL;
 	vsk->flags = 0;
 	vsk->mode = VISOCK_MODE_INIT;
+	vsk->ops = &visock_tcp_mode_ops;
 	vsk->fb_reason = VISOCK_FB_NONE;
 	vsk->family = family;
 	spin_lock_init(&vsk->accept_lock);
@@ -632,34 +640,36 @@ static void visock_listen_stop(struct visock_sock *lvsk)
 /* Connection setup and teardown                                       */
 /* ------------------------------------------------------------------ */
 
-/**
- * visock_tcp_state_changed() - the internal TCP socket changed state
- * @vsk: its visock socket
- * @tcp_state: TCP's new state
- *
- * Completes a non-blocking connect: the connection settles as soon as TCP
- * is established, before the application sees POLLOUT.
- *
- * Context: softirq or process context, under the TCP socket's
- * sk_callback_lock (read).
+/*
+ * The internal TCP socket changed state (struct visock_mode_ops of TCP
+ * mode).  Completes a non-blocking connect: the connection settles as
+ * soon as TCP is established, before the application sees POLLOUT.
  */
-void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state)
+static void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state)
 {
 	struct sock *sk = &vsk->sk;
 
-	if (READ_ONCE(vsk->mode) == VISOCK_MODE_HANDSHAKE) {
-		/* Let the handshake see the FIN or reset. */
-		visock_hs_kick(vsk);
-	} else if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA) {
-		if (tcp_state == TCP_CLOSE_WAIT || tcp_state == TCP_CLOSE)
-			visock_rdma_tcp_closed(vsk);
-	} else if (tcp_state == TCP_ESTABLISHED &&
-		   READ_ONCE(sk->sk_state) == TCP_SYN_SENT) {
+	if (tcp_state == TCP_ESTABLISHED &&
+	    READ_ONCE(sk->sk_state) == TCP_SYN_SENT) {
 		WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
 		visock_decide(vsk);
 	} else if (tcp_state == TCP_CLOSE &&
 		 READ_ONCE(sk->sk_state) == TCP_SYN_SENT)
 		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+}
+
+/* TCP has bytes for a listener (new connections) or a TCP connection. */
+static void visock_tcp_mode_data_ready(struct visock_sock *vsk)
+{
+	if (vsk->sk.sk_state == TCP_LISTEN)
+		visock_listen_kick(vsk);
+	else
+		vsk->sk.sk_data_ready(&vsk->sk);
+}
+
+static void visock_tcp_mode_write_space(struct visock_sock *vsk)
+{
+	vsk->sk.sk_write_space(&vsk->sk);
 }
 
 static int visock_bind(struct socket *sock, struct visock_sockaddr_arg *addr,
@@ -769,6 +779,7 @@ static int visock_connect(struct socket *sock,
 
 static int visock_release(struct socket *sock)
 {
+	const struct visock_mode_ops *ops;
 	struct sock *sk = sock->sk;
 	struct visock_sock *vsk;
 	bool listening;
@@ -789,9 +800,9 @@ static int visock_release(struct socket *sock)
 		visock_listen_stop(vsk);
 	visock_hs_cancel(vsk);
 	/* RDMA mode: deliver what was written, maybe in the background. */
-	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA && vsk->dp &&
-	    visock_tx_close(vsk)) {
-		/* visock_tx_close_work() releases the link and TCP socket. */
+	ops = READ_ONCE(vsk->ops);
+	if (ops->close && ops->close(vsk)) {
+		/* The mode's close work releases the link and TCP socket. */
 		lock_sock(sk);
 		sock_orphan(sk);
 		sock->sk = NULL;
@@ -831,8 +842,21 @@ static int visock_shutdown(struct socket *sock, int how)
 		sk->sk_state_change(sk);
 		return err;
 	}
-	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
-		return visock_tx_shutdown(vsk, how);
+	return READ_ONCE(vsk->ops)->shutdown(vsk, how);
+}
+
+/**
+ * visock_tcp_mode_shutdown() - shutdown() of a connection on TCP
+ * @vsk: socket
+ * @how: SHUT_RD, SHUT_WR or SHUT_RDWR
+ *
+ * Context: process context, no lock held.
+ * Return: what TCP's shutdown() returns.
+ */
+int visock_tcp_mode_shutdown(struct visock_sock *vsk, int how)
+{
+	int err;
+
 	err = kernel_sock_shutdown(vsk->tcp, how);
 	visock_tcp_consume_err(vsk, err);
 	return err;
@@ -847,17 +871,31 @@ static __poll_t visock_poll(struct file *file, struct socket *sock,
 {
 	struct sock *sk = sock->sk;
 	struct visock_sock *vsk = visock_sk(sk);
-	struct sock *tsk = vsk->tcp->sk;
-	__poll_t mask;
 
 	sock_poll_wait(file, sock, wait);
 
 	if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
 		return list_empty_careful(&vsk->accept_q) ? 0 :
 		       EPOLLIN | EPOLLRDNORM;
-	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA &&
-	    !visock_lazy_rx_pending(vsk))
-		return visock_rdma_poll(vsk);
+	return READ_ONCE(vsk->ops)->poll(vsk, file);
+}
+
+/**
+ * visock_tcp_mode_poll() - poll() of a connection on TCP
+ * @vsk: socket, not listening
+ * @file: the file polled
+ *
+ * TCP's view, without registering on TCP's wait queue (the caller
+ * registered on the visock socket's, which TCP's callbacks wake).
+ *
+ * Context: process context, lockless.
+ * Return: the events.
+ */
+__poll_t visock_tcp_mode_poll(struct visock_sock *vsk, struct file *file)
+{
+	struct sock *sk = &vsk->sk;
+	struct sock *tsk = vsk->tcp->sk;
+	__poll_t mask;
 
 	/* SO_RCVLOWAT decides POLLIN; 6.1 never shows us setting it. */
 	if (!VISOCK_HAVE_CUSTOM_SOCKOPT &&
@@ -872,8 +910,6 @@ static __poll_t visock_poll(struct file *file, struct socket *sock,
 	if (READ_ONCE(sk->sk_err) ||
 	    !skb_queue_empty_lockless(&tsk->sk_error_queue))
 		mask |= EPOLLERR;
-	if (test_bit(VISOCK_F_LAZY, &vsk->flags))
-		mask = visock_lazy_poll(vsk, mask);
 	return mask;
 }
 
@@ -912,10 +948,11 @@ static int visock_ioctl(struct socket *sock, unsigned int cmd,
 			unsigned long arg)
 {
 	struct visock_sock *vsk = visock_sk(sock->sk);
+	const struct visock_mode_ops *ops = READ_ONCE(vsk->ops);
 	int err;
 
-	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA) {
-		err = visock_rdma_ioctl(vsk, cmd, arg);
+	if (ops->ioctl) {
+		err = ops->ioctl(vsk, cmd, arg);
 		if (err != -ENOIOCTLCMD)
 			return err;
 	}
@@ -941,15 +978,28 @@ static int visock_sendmsg(struct socket *sock, struct msghdr *msg,
 		if (ret)
 			return ret;
 	}
-	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
-		return visock_tx_sendmsg(vsk, msg, len);
-	if (test_bit(VISOCK_F_LAZY, &vsk->flags))
-		return visock_lazy_sendmsg(vsk, msg, len);
+	return READ_ONCE(vsk->ops)->sendmsg(vsk, msg, len);
+}
+
+/**
+ * visock_tcp_mode_sendmsg() - sendmsg() of a connection on TCP
+ * @vsk: socket
+ * @msg: the bytes
+ * @len: their number
+ *
+ * Context: process context, no lock held.
+ * Return: what TCP's sendmsg() returns.
+ */
+int visock_tcp_mode_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
+			    size_t len)
+{
+	int ret;
+
 	visock_tcp_sync_opts(vsk);
 	ret = vsk->tcp->ops->sendmsg(vsk->tcp, msg, len);
 	visock_tcp_consume_err(vsk, ret);
 	if (ret > 0)
-		VISOCK_STAT_ADD(sock->sk, tcp_bytes_sent, ret);
+		VISOCK_STAT_ADD(&vsk->sk, tcp_bytes_sent, ret);
 	return ret;
 }
 
@@ -968,18 +1018,70 @@ static int visock_recvmsg(struct socket *sock, struct msghdr *msg,
 		if (ret)
 			return ret;
 	}
-	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA &&
-	    !visock_lazy_rx_pending(vsk))
-		return visock_rx_recvmsg(vsk, msg, len, flags);
-	/* TCP's error queue is no part of the stream. */
-	if (test_bit(VISOCK_F_LAZY, &vsk->flags) && !(flags & MSG_ERRQUEUE))
-		return visock_lazy_recvmsg(vsk, msg, len, flags);
+	return READ_ONCE(vsk->ops)->recvmsg(vsk, msg, len, flags);
+}
+
+/**
+ * visock_tcp_mode_recvmsg() - recvmsg() of a connection on TCP
+ * @vsk: socket
+ * @msg: where the bytes go
+ * @len: room there
+ * @flags: MSG_* flags
+ *
+ * Context: process context, no lock held.
+ * Return: what TCP's recvmsg() returns.
+ */
+int visock_tcp_mode_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
+			    size_t len, int flags)
+{
+	int ret;
+
 	visock_tcp_sync_opts(vsk);
 	ret = vsk->tcp->ops->recvmsg(vsk->tcp, msg, len, flags);
 	visock_tcp_consume_err(vsk, ret);
 	if (ret > 0 && !(flags & MSG_PEEK))
-		VISOCK_STAT_ADD(sock->sk, tcp_bytes_rcvd, ret);
+		VISOCK_STAT_ADD(&vsk->sk, tcp_bytes_rcvd, ret);
 	return ret;
+}
+
+/*
+ * TCP mode: every call goes to the internal TCP socket.  Also the mode
+ * of a connection not decided yet and of a listener.
+ */
+const struct visock_mode_ops visock_tcp_mode_ops = {
+	.sendmsg		= visock_tcp_mode_sendmsg,
+	.recvmsg		= visock_tcp_mode_recvmsg,
+	.poll			= visock_tcp_mode_poll,
+	.shutdown		= visock_tcp_mode_shutdown,
+	.tcp_data_ready		= visock_tcp_mode_data_ready,
+	.tcp_write_space	= visock_tcp_mode_write_space,
+	.tcp_state_change	= visock_tcp_state_changed,
+};
+
+/**
+ * visock_set_mode() - move a connection to another mode
+ * @vsk: socket
+ * @mode: enum visock_mode
+ *
+ * Sets @vsk->mode and @vsk->ops: the operations of a lazy connection
+ * (VISOCK_F_LAZY, set before) whatever @mode, else those of @mode.
+ *
+ * Context: any; see struct visock_sock.mode for who may call it when.
+ */
+void visock_set_mode(struct visock_sock *vsk, u8 mode)
+{
+	const struct visock_mode_ops *ops;
+
+	if (test_bit(VISOCK_F_LAZY, &vsk->flags))
+		ops = &visock_lazy_mode_ops;
+	else if (mode == VISOCK_MODE_HANDSHAKE)
+		ops = &visock_hs_mode_ops;
+	else if (mode == VISOCK_MODE_RDMA)
+		ops = &visock_rdma_mode_ops;
+	else
+		ops = &visock_tcp_mode_ops;
+	WRITE_ONCE(vsk->ops, ops);
+	WRITE_ONCE(vsk->mode, mode);
 }
 
 #define VISOCK_SOCKOPT_MAX	64

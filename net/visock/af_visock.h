@@ -14,7 +14,16 @@ void visock_sk_init(struct sock *sk, int family);
 int visock_sock_setup(struct visock_sock *vsk);
 void visock_listen_kick(struct visock_sock *vsk);
 void visock_child_settled(struct visock_sock *child);
-void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state);
 void visock_set_fallback(struct visock_sock *vsk, u8 reason);
+void visock_set_mode(struct visock_sock *vsk, u8 mode);
+
+/* TCP mode, also the base the other modes fall back on */
+extern const struct visock_mode_ops visock_tcp_mode_ops;
+int visock_tcp_mode_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
+			    size_t len);
+int visock_tcp_mode_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
+			    size_t len, int flags);
+__poll_t visock_tcp_mode_poll(struct visock_sock *vsk, struct file *file);
+int visock_tcp_mode_shutdown(struct visock_sock *vsk, int how);
 
 #endif /* _NET_VISOCK_AF_VISOCK_H */

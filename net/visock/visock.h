@@ -158,6 +158,58 @@ struct visock_net {
 	atomic64_t switch_foreign;
 };
 
+struct visock_sock;
+
+/**
+ * struct visock_mode_ops - what a connection does in its current mode
+ * @sendmsg: sendmsg() once the connection has settled (process context,
+ *	no lock held)
+ * @recvmsg: recvmsg() once the connection has settled (process context,
+ *	no lock held)
+ * @poll: poll() of a connected socket, after the caller registered on
+ *	the socket's wait queue (process context, lockless)
+ * @shutdown: shutdown() of a socket that is not listening (process
+ *	context, no lock held)
+ * @ioctl: the ioctls this mode answers itself; -ENOIOCTLCMD hands @cmd
+ *	on to the internal TCP socket.  NULL: none
+ * @close: close() of the connection; true if the mode took over the
+ *	teardown of the link and of the internal TCP socket (process
+ *	context, no lock held).  NULL: nothing to do
+ * @tcp_data_ready: the internal TCP socket has bytes to read
+ * @tcp_write_space: the internal TCP socket has room to write
+ * @tcp_state_change: the internal TCP socket moved to TCP state
+ *	@tcp_state
+ * @tcp_ended: does an error TCP reports come after the connection
+ *	reported its end already (it must not be reported twice)?  NULL:
+ *	never
+ *
+ * The @tcp_* operations are called from the internal TCP socket's
+ * callbacks (visock_tcp.c), in softirq or process context, under its
+ * sk_callback_lock held for reading, after TCP's own callback ran; they
+ * do not sleep.  There is one instance per mode: plain TCP (also before
+ * a connection is decided, and for listeners; af_visock.c), handshake
+ * (visock_handshake.c), lazy start (a lazy connection keeps it once
+ * switched to RDMA; visock_lazy.c) and RDMA (visock_rdma.c; a failover
+ * to TCP is a state of the data path, struct visock_dp, not a mode).
+ * Every operation of an instance copes with a connection that moves on
+ * to its next mode while it runs: the calls read @ops without a lock.
+ */
+struct visock_mode_ops {
+	int (*sendmsg)(struct visock_sock *vsk, struct msghdr *msg,
+		       size_t len);
+	int (*recvmsg)(struct visock_sock *vsk, struct msghdr *msg,
+		       size_t len, int flags);
+	__poll_t (*poll)(struct visock_sock *vsk, struct file *file);
+	int (*shutdown)(struct visock_sock *vsk, int how);
+	int (*ioctl)(struct visock_sock *vsk, unsigned int cmd,
+		     unsigned long arg);
+	bool (*close)(struct visock_sock *vsk);
+	void (*tcp_data_ready)(struct visock_sock *vsk);
+	void (*tcp_write_space)(struct visock_sock *vsk);
+	void (*tcp_state_change)(struct visock_sock *vsk, int tcp_state);
+	bool (*tcp_ended)(struct visock_sock *vsk);
+};
+
 /**
  * struct visock_sock - a visock socket
  * @sk: the socket seen by the socket layer; must stay first
@@ -172,7 +224,12 @@ struct visock_net {
  *	constant in between.
  * @flags: VISOCK_F_* bits, atomic bitops
  * @err_mirror: TCP error last copied to sk_err (visock_tcp.c), or 0
- * @mode: enum visock_mode; written under lock_sock(@sk), read locklessly
+ * @mode: enum visock_mode; written with @ops by visock_set_mode() only,
+ *	under lock_sock(@sk) or, before the connection settled, by the one
+ *	caller that set VISOCK_F_DECIDED (TCP's callback or connect());
+ *	read locklessly with READ_ONCE()
+ * @ops: the operations of @mode (struct visock_mode_ops); never NULL,
+ *	written as @mode, read locklessly with READ_ONCE()
  * @fb_reason: enum visock_fallback_reason once @mode is VISOCK_MODE_TCP
  * @tcp_app_seq: sequence number of the internal TCP connection where our
  *	application bytes start, after our handshake messages (valid with
@@ -247,6 +304,7 @@ struct visock_sock {
 	struct socket *tcp;
 	unsigned long flags;
 	int err_mirror;
+	const struct visock_mode_ops *ops;
 	u8 mode;
 	u8 fb_reason;
 	/* TCP sequence number of the first application byte we send */

@@ -203,7 +203,7 @@ void visock_hs_start(struct visock_sock *vsk, u8 state)
 	trace_visock_hs_start(vsk, state == VISOCK_HS_SRV_WAIT_REQ);
 	vsk->hs_state = state;
 	vsk->hs_deadline = jiffies + visock_hs_timeout(vsk);
-	WRITE_ONCE(vsk->mode, VISOCK_MODE_HANDSHAKE);
+	visock_set_mode(vsk, VISOCK_MODE_HANDSHAKE);
 	if (unlikely(delay) && state == VISOCK_HS_CLI_START)
 		visock_hs_queue(vsk, msecs_to_jiffies(delay), false);
 	else
@@ -258,7 +258,7 @@ void visock_hs_success(struct visock_sock *vsk)
 	set_bit(VISOCK_F_LINK_UP, &vsk->flags);
 	vsk->hs_state = VISOCK_HS_DONE;
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
-	WRITE_ONCE(vsk->mode, VISOCK_MODE_RDMA);
+	visock_set_mode(vsk, VISOCK_MODE_RDMA);
 	set_bit(VISOCK_F_SETTLED, &vsk->flags);
 	visock_link_confirmed(vsk->link);
 	visock_link_diag(vsk->link, &d);
@@ -277,7 +277,7 @@ void visock_hs_abort(struct visock_sock *vsk, int err)
 	visock_hs_drop_link(vsk);
 	vsk->hs_state = VISOCK_HS_DONE;
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
-	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
+	visock_set_mode(vsk, VISOCK_MODE_TCP);
 	set_bit(VISOCK_F_SETTLED, &vsk->flags);
 	WRITE_ONCE(vsk->sk.sk_err, err);
 	/* Reset the TCP connection: the peer must not read on. */
@@ -912,7 +912,7 @@ int visock_decide(struct visock_sock *vsk)
 	if (READ_ONCE(visock_test_raw_handshake)) {
 		/* Test hook: the application speaks the handshake itself. */
 		vsk->hs_state = VISOCK_HS_DONE;
-		WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
+		visock_set_mode(vsk, VISOCK_MODE_TCP);
 		set_bit(VISOCK_F_SETTLED, &vsk->flags);
 		return 0;
 	}
@@ -920,3 +920,31 @@ int visock_decide(struct visock_sock *vsk)
 				      VISOCK_HS_CLI_START);
 	return 1;
 }
+
+/* TCP has room: data calls wait for the handshake, as on TCP. */
+static void visock_hs_tcp_write_space(struct visock_sock *vsk)
+{
+	vsk->sk.sk_write_space(&vsk->sk);
+}
+
+/* Let the handshake see the FIN or reset. */
+static void visock_hs_tcp_state_change(struct visock_sock *vsk,
+				       int tcp_state)
+{
+	visock_hs_kick(vsk);
+}
+
+/*
+ * Handshake mode: TCP's bytes are handshake messages.  Data calls only
+ * get here once they stopped waiting for the connection to settle
+ * without it settling (error, close): they go to TCP.
+ */
+const struct visock_mode_ops visock_hs_mode_ops = {
+	.sendmsg		= visock_tcp_mode_sendmsg,
+	.recvmsg		= visock_tcp_mode_recvmsg,
+	.poll			= visock_tcp_mode_poll,
+	.shutdown		= visock_tcp_mode_shutdown,
+	.tcp_data_ready		= visock_hs_kick,
+	.tcp_write_space	= visock_hs_tcp_write_space,
+	.tcp_state_change	= visock_hs_tcp_state_change,
+};

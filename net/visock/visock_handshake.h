@@ -8,6 +8,7 @@
 
 #include "visock.h"
 
+extern const struct visock_mode_ops visock_hs_mode_ops;
 void visock_hs_init(struct visock_sock *vsk);
 void visock_hs_start(struct visock_sock *vsk, u8 state);
 void visock_hs_kick(struct visock_sock *vsk);

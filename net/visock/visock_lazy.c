@@ -88,7 +88,7 @@ void visock_lazy_start(struct visock_sock *vsk)
 	atomic64_inc(&visock_net(sock_net(&vsk->sk))->lazy_started);
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
 	set_bit(VISOCK_F_LAZY, &vsk->flags);
-	WRITE_ONCE(vsk->mode, VISOCK_MODE_TCP);
+	visock_set_mode(vsk, VISOCK_MODE_TCP);
 	set_bit(VISOCK_F_SETTLED, &vsk->flags);
 }
 
@@ -785,3 +785,107 @@ __poll_t visock_lazy_poll(struct visock_sock *vsk, __poll_t tcp_mask)
 		mask &= ~(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
 	return mask;
 }
+
+/*
+ * The operations a lazy connection has in its current mode once the
+ * bytes from before a switch are read: RDMA's once switched, else TCP's.
+ */
+static const struct visock_mode_ops *visock_lazy_base(struct visock_sock *vsk)
+{
+	return READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA ?
+	       &visock_rdma_mode_ops : &visock_tcp_mode_ops;
+}
+
+static int visock_lazy_mode_sendmsg(struct visock_sock *vsk,
+				    struct msghdr *msg, size_t len)
+{
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
+		return visock_rdma_mode_ops.sendmsg(vsk, msg, len);
+	return visock_lazy_sendmsg(vsk, msg, len);
+}
+
+static int visock_lazy_mode_recvmsg(struct visock_sock *vsk,
+				    struct msghdr *msg, size_t len, int flags)
+{
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA &&
+	    !visock_lazy_rx_pending(vsk))
+		return visock_rdma_mode_ops.recvmsg(vsk, msg, len, flags);
+	/* TCP's error queue is no part of the stream. */
+	if (flags & MSG_ERRQUEUE)
+		return visock_tcp_mode_recvmsg(vsk, msg, len, flags);
+	return visock_lazy_recvmsg(vsk, msg, len, flags);
+}
+
+static __poll_t visock_lazy_mode_poll(struct visock_sock *vsk,
+				      struct file *file)
+{
+	if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA &&
+	    !visock_lazy_rx_pending(vsk))
+		return visock_rdma_mode_ops.poll(vsk, file);
+	return visock_lazy_poll(vsk, visock_tcp_mode_poll(vsk, file));
+}
+
+static int visock_lazy_mode_shutdown(struct visock_sock *vsk, int how)
+{
+	return visock_lazy_base(vsk)->shutdown(vsk, how);
+}
+
+static int visock_lazy_mode_ioctl(struct visock_sock *vsk, unsigned int cmd,
+				  unsigned long arg)
+{
+	const struct visock_mode_ops *ops = visock_lazy_base(vsk);
+
+	return ops->ioctl ? ops->ioctl(vsk, cmd, arg) : -ENOIOCTLCMD;
+}
+
+static bool visock_lazy_mode_close(struct visock_sock *vsk)
+{
+	const struct visock_mode_ops *ops = visock_lazy_base(vsk);
+
+	return ops->close && ops->close(vsk);
+}
+
+/* Until the bytes from before a switch are read, TCP's are ours. */
+static void visock_lazy_tcp_data_ready(struct visock_sock *vsk)
+{
+	if (READ_ONCE(vsk->mode) != VISOCK_MODE_RDMA ||
+	    visock_lazy_rx_pending(vsk))
+		visock_lazy_tcp_event(vsk);
+	else
+		visock_rdma_mode_ops.tcp_data_ready(vsk);
+}
+
+static void visock_lazy_tcp_write_space(struct visock_sock *vsk)
+{
+	visock_lazy_base(vsk)->tcp_write_space(vsk);
+}
+
+static void visock_lazy_tcp_state_change(struct visock_sock *vsk,
+					 int tcp_state)
+{
+	visock_lazy_base(vsk)->tcp_state_change(vsk, tcp_state);
+}
+
+static bool visock_lazy_tcp_ended(struct visock_sock *vsk)
+{
+	const struct visock_mode_ops *ops = visock_lazy_base(vsk);
+
+	return ops->tcp_ended && ops->tcp_ended(vsk);
+}
+
+/*
+ * Lazy start: a connection with VISOCK_F_LAZY keeps these in every mode
+ * (TCP, then RDMA once switched, or TCP for good).
+ */
+const struct visock_mode_ops visock_lazy_mode_ops = {
+	.sendmsg		= visock_lazy_mode_sendmsg,
+	.recvmsg		= visock_lazy_mode_recvmsg,
+	.poll			= visock_lazy_mode_poll,
+	.shutdown		= visock_lazy_mode_shutdown,
+	.ioctl			= visock_lazy_mode_ioctl,
+	.close			= visock_lazy_mode_close,
+	.tcp_data_ready		= visock_lazy_tcp_data_ready,
+	.tcp_write_space	= visock_lazy_tcp_write_space,
+	.tcp_state_change	= visock_lazy_tcp_state_change,
+	.tcp_ended		= visock_lazy_tcp_ended,
+};

@@ -8,6 +8,7 @@
 
 #include "visock.h"
 
+extern const struct visock_mode_ops visock_lazy_mode_ops;
 void visock_lazy_start(struct visock_sock *vsk);
 void visock_lazy_work(struct visock_sock *vsk);
 void visock_lazy_tcp_event(struct visock_sock *vsk);

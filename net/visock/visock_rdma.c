@@ -364,3 +364,37 @@ void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info)
 		info->vi_flags |= VISOCK_INFO_F_FAILOVER;
 	spin_unlock_bh(&dp->lock);
 }
+
+static __poll_t visock_rdma_mode_poll(struct visock_sock *vsk,
+				      struct file *file)
+{
+	return visock_rdma_poll(vsk);
+}
+
+/* Deliver what was written, maybe in the background. */
+static bool visock_rdma_mode_close(struct visock_sock *vsk)
+{
+	return vsk->dp && visock_tx_close(vsk);
+}
+
+static void visock_rdma_tcp_state_change(struct visock_sock *vsk,
+					 int tcp_state)
+{
+	if (tcp_state == TCP_CLOSE_WAIT || tcp_state == TCP_CLOSE)
+		visock_rdma_tcp_closed(vsk);
+	visock_rdma_tcp_event(vsk);
+}
+
+/* RDMA mode: the stream goes over the data path. */
+const struct visock_mode_ops visock_rdma_mode_ops = {
+	.sendmsg		= visock_tx_sendmsg,
+	.recvmsg		= visock_rx_recvmsg,
+	.poll			= visock_rdma_mode_poll,
+	.shutdown		= visock_tx_shutdown,
+	.ioctl			= visock_rdma_ioctl,
+	.close			= visock_rdma_mode_close,
+	.tcp_data_ready		= visock_rdma_tcp_event,
+	.tcp_write_space	= visock_rdma_tcp_event,
+	.tcp_state_change	= visock_rdma_tcp_state_change,
+	.tcp_ended		= visock_rdma_ended,
+};

@@ -253,6 +253,7 @@ static inline bool visock_dp_closed_due(const struct visock_dp *dp,
 #define VISOCK_WAKE_STATE	0x10
 
 /* visock_rdma.c */
+extern const struct visock_mode_ops visock_rdma_mode_ops;
 int visock_rdma_prepare(struct visock_sock *vsk);
 void visock_rdma_destroy_link(struct visock_sock *vsk);
 bool visock_rdma_ended(struct visock_sock *vsk);

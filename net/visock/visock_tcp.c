@@ -11,9 +11,11 @@
  *
  * visock takes over four callbacks of that socket.  Each one first runs
  * the callback TCP installed (so that threads blocked inside TCP, e.g. in
- * a forwarded blocking recvmsg(), still wake up) and then wakes the
- * waiters of the visock socket, which is where poll(), epoll and our own
- * blocking calls wait.  The callbacks find the visock socket through
+ * a forwarded blocking recvmsg(), still wake up) and then tells the
+ * visock socket through the operations of its mode (struct
+ * visock_mode_ops, the only way this file calls the layers above it),
+ * which wake the waiters of the visock socket, where poll(), epoll and
+ * our own blocking calls wait.  The callbacks find the visock socket through
  * sk_user_data under the TCP socket's sk_callback_lock held for reading;
  * visock_tcp_detach() takes it for writing, so once it returns no
  * callback can still see the visock socket.
@@ -28,11 +30,7 @@
 #include <net/tcp.h>
 
 #include "visock.h"
-#include "af_visock.h"
-#include "visock_handshake.h"
 #include "visock_ib.h"
-#include "visock_lazy.h"
-#include "visock_rdma.h"
 #include "visock_tcp.h"
 
 /* Caller holds tsk->sk_callback_lock, for reading or writing. */
@@ -54,18 +52,7 @@ static void visock_tcp_data_ready(struct sock *tsk)
 	vsk = visock_tcp_owner(tsk);
 	if (vsk) {
 		vsk->saved_data_ready(tsk);
-		if (vsk->sk.sk_state == TCP_LISTEN)
-			visock_listen_kick(vsk);
-		else if (READ_ONCE(vsk->mode) == VISOCK_MODE_HANDSHAKE)
-			visock_hs_kick(vsk);
-		else if (test_bit(VISOCK_F_LAZY, &vsk->flags) &&
-			 (READ_ONCE(vsk->mode) != VISOCK_MODE_RDMA ||
-			  visock_lazy_rx_pending(vsk)))
-			visock_lazy_tcp_event(vsk);
-		else if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
-			visock_rdma_tcp_event(vsk);
-		else
-			vsk->sk.sk_data_ready(&vsk->sk);
+		READ_ONCE(vsk->ops)->tcp_data_ready(vsk);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
 }
@@ -78,10 +65,7 @@ static void visock_tcp_write_space(struct sock *tsk)
 	vsk = visock_tcp_owner(tsk);
 	if (vsk) {
 		vsk->saved_write_space(tsk);
-		if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
-			visock_rdma_tcp_event(vsk);
-		else
-			vsk->sk.sk_write_space(&vsk->sk);
+		READ_ONCE(vsk->ops)->tcp_write_space(vsk);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
 }
@@ -94,9 +78,8 @@ static void visock_tcp_state_change(struct sock *tsk)
 	vsk = visock_tcp_owner(tsk);
 	if (vsk) {
 		vsk->saved_state_change(tsk);
-		visock_tcp_state_changed(vsk, inet_sk_state_load(tsk));
-		if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA)
-			visock_rdma_tcp_event(vsk);
+		READ_ONCE(vsk->ops)->tcp_state_change(vsk,
+						      inet_sk_state_load(tsk));
 		vsk->sk.sk_state_change(&vsk->sk);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
@@ -104,6 +87,7 @@ static void visock_tcp_state_change(struct sock *tsk)
 
 static void visock_tcp_error_report(struct sock *tsk)
 {
+	const struct visock_mode_ops *ops;
 	struct visock_sock *vsk;
 	int err;
 
@@ -113,11 +97,12 @@ static void visock_tcp_error_report(struct sock *tsk)
 		vsk->saved_error_report(tsk);
 		err = READ_ONCE(tsk->sk_err);
 		/*
-		 * An RDMA connection whose data path ended has reported its
-		 * error already (the peer's abort flag precedes its TCP
-		 * reset): the reset must not be a second one.
+		 * A connection that reported its end already (an RDMA one:
+		 * the peer's abort flag precedes its TCP reset) must not
+		 * report the reset as a second one.
 		 */
-		if (err && visock_rdma_ended(vsk))
+		ops = READ_ONCE(vsk->ops);
+		if (err && ops->tcp_ended && ops->tcp_ended(vsk))
 			err = 0;
 		if (err) {
 			WRITE_ONCE(vsk->err_mirror, err);
