@@ -420,11 +420,20 @@ u8 visock_hs_link_reason(int err)
 	}
 }
 
-static int visock_hs_local_addr(struct visock_sock *vsk,
-				struct sockaddr_storage *addr)
+/*
+ * The addresses of the internal TCP connection, which name the link
+ * group.  Returns 0 or a negative errno.
+ */
+static int visock_hs_addrs(struct visock_sock *vsk,
+			   struct sockaddr_storage *local,
+			   struct sockaddr_storage *peer)
 {
-	int len = kernel_getsockname(vsk->tcp, (struct sockaddr *)addr);
+	int len;
 
+	len = kernel_getsockname(vsk->tcp, (struct sockaddr *)local);
+	if (len < 0)
+		return len;
+	len = kernel_getpeername(vsk->tcp, (struct sockaddr *)peer);
 	return len < 0 ? len : 0;
 }
 
@@ -480,14 +489,11 @@ int visock_hs_make_link(struct visock_sock *vsk, struct visock_hs_msg *m,
 {
 	struct sockaddr_storage local, peer;
 	struct visock_link_params p = {};
-	int err, len;
+	int err;
 
-	err = visock_hs_local_addr(vsk, &local);
+	err = visock_hs_addrs(vsk, &local, &peer);
 	if (err)
 		return err;
-	len = kernel_getpeername(vsk->tcp, (struct sockaddr *)&peer);
-	if (len < 0)
-		return len;
 	p.net = sock_net(&vsk->sk);
 	p.local = (struct sockaddr *)&local;
 	p.peer = (struct sockaddr *)&peer;
@@ -523,14 +529,11 @@ int visock_hs_switch_decline(struct visock_sock *vsk,
 			     const struct visock_hs_msg *sw, u32 reason)
 {
 	struct sockaddr_storage local, peer;
-	int err, len;
+	int err;
 
-	err = visock_hs_local_addr(vsk, &local);
+	err = visock_hs_addrs(vsk, &local, &peer);
 	if (err)
 		return err;
-	len = kernel_getpeername(vsk->tcp, (struct sockaddr *)&peer);
-	if (len < 0)
-		return len;
 	return visock_lgr_switch_decline(sock_net(&vsk->sk),
 					 (struct sockaddr *)&local,
 					 (struct sockaddr *)&peer, sw, reason);
