@@ -1194,7 +1194,7 @@ static int visock_getsockopt_info(struct visock_sock *vsk,
 		info.vi_flags |= VISOCK_INFO_F_LINK_UP;
 	if (READ_ONCE(vsk->lazy_bytes) && test_bit(VISOCK_F_DECIDED, &vsk->flags))
 		info.vi_flags |= VISOCK_INFO_F_LAZY;
-	visock_rdma_info(vsk, &info);
+	visock_dp_query(vsk, &info, NULL);
 	release_sock(&vsk->sk);
 
 	len = min_t(int, len, sizeof(info));

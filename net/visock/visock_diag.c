@@ -246,24 +246,7 @@ static void visock_diag_info(struct visock_sock *vsk, struct visock_info *info)
 		info->vi_flags |= VISOCK_INFO_F_PEER_OPT;
 	if (test_bit(VISOCK_F_LINK_UP, &vsk->flags))
 		info->vi_flags |= VISOCK_INFO_F_LINK_UP;
-	visock_rdma_info(vsk, info);
-}
-
-/* Fill levels of the rings.  Under lock_sock(), with @vsk->dp set. */
-static void visock_diag_ring(struct visock_dp *dp, struct visock_diag_ring *r)
-{
-	memset(r, 0, sizeof(*r));
-	spin_lock_bh(&dp->lock);
-	r->vdr_rx_size = dp->rx_size;
-	r->vdr_rx_used = visock_rx_avail_locked(dp);
-	r->vdr_tx_size = dp->tx_size;
-	r->vdr_tx_used = dp->tx_size - visock_tx_space_locked(dp);
-	r->vdr_tx_unsent = visock_ring_used(dp->tx_size, &dp->tx_written,
-					    &dp->tx_sent);
-	r->vdr_credits = dp->credits;
-	r->vdr_sq_free = dp->sq_free;
-	r->vdr_state = dp->state;
-	spin_unlock_bh(&dp->lock);
+	visock_dp_query(vsk, info, NULL);
 }
 
 /**
@@ -357,8 +340,8 @@ static int visock_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 		if (nla_put(skb, VISOCK_DIAG_INFO, sizeof(info), &info))
 			goto cancel;
 	}
-	if ((req->vdiag_show & VISOCK_SHOW_RING) && vsk->dp) {
-		visock_diag_ring(vsk->dp, &ring);
+	if ((req->vdiag_show & VISOCK_SHOW_RING) &&
+	    visock_dp_query(vsk, NULL, &ring)) {
 		if (nla_put(skb, VISOCK_DIAG_RING, sizeof(ring), &ring))
 			goto cancel;
 	}

@@ -328,17 +328,12 @@ int visock_rdma_ioctl(struct visock_sock *vsk, unsigned int cmd,
 	return put_user(val, (int __user *)arg);
 }
 
-/**
- * visock_rdma_info() - data path part of VISOCK_INFO
- * @vsk: socket, in RDMA mode or with a link
- * @info: filled in
- *
- * Also reports the payload bytes of the internal TCP connection, which
- * stay constant once the handshake is done.
- *
- * Context: process context, under lock_sock(@vsk).
+/*
+ * The data path part of VISOCK_INFO.  Also reports the payload bytes of
+ * the internal TCP connection, which stay constant once the handshake is
+ * done.  Under lock_sock(@vsk).
  */
-void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info)
+static void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info)
 {
 	struct visock_dp *dp = vsk->dp;
 
@@ -363,6 +358,51 @@ void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info)
 	if (dp->failovers)
 		info->vi_flags |= VISOCK_INFO_F_FAILOVER;
 	spin_unlock_bh(&dp->lock);
+}
+
+/* Fill levels of the rings.  Under lock_sock(), with @dp set. */
+static void visock_rdma_ring(struct visock_dp *dp, struct visock_diag_ring *r)
+{
+	memset(r, 0, sizeof(*r));
+	spin_lock_bh(&dp->lock);
+	r->vdr_rx_size = dp->rx_size;
+	r->vdr_rx_used = visock_rx_avail_locked(dp);
+	r->vdr_tx_size = dp->tx_size;
+	r->vdr_tx_used = dp->tx_size - visock_tx_space_locked(dp);
+	r->vdr_tx_unsent = visock_ring_used(dp->tx_size, &dp->tx_written,
+					    &dp->tx_sent);
+	r->vdr_credits = dp->credits;
+	r->vdr_sq_free = dp->sq_free;
+	r->vdr_state = dp->state;
+	spin_unlock_bh(&dp->lock);
+}
+
+/**
+ * visock_dp_query() - what the data path of a connection reports
+ * @vsk: socket
+ * @info: if not NULL, its data path part is filled in (counters, credits,
+ *	state, VISOCK_INFO_F_FAILOVER, and the payload bytes of the internal
+ *	TCP connection); the caller filled in the rest
+ * @ring: if not NULL and @vsk has a data path, the fill levels of its
+ *	rings are filled in
+ *
+ * The one way the socket's reports (VISOCK_INFO, sock_diag) read the data
+ * path.
+ *
+ * Context: process context, under lock_sock(@vsk).
+ * Return: true if @vsk has a data path.
+ */
+bool visock_dp_query(struct visock_sock *vsk, struct visock_info *info,
+		     struct visock_diag_ring *ring)
+{
+	lockdep_assert_held(&vsk->sk.sk_lock);
+	if (info)
+		visock_rdma_info(vsk, info);
+	if (!vsk->dp)
+		return false;
+	if (ring)
+		visock_rdma_ring(vsk->dp, ring);
+	return true;
 }
 
 static __poll_t visock_rdma_mode_poll(struct visock_sock *vsk,

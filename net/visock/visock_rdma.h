@@ -263,7 +263,8 @@ void visock_dp_wake(struct visock_dp *dp, unsigned int wake);
 __poll_t visock_rdma_poll(struct visock_sock *vsk);
 int visock_rdma_ioctl(struct visock_sock *vsk, unsigned int cmd,
 		      unsigned long arg);
-void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info);
+bool visock_dp_query(struct visock_sock *vsk, struct visock_info *info,
+		     struct visock_diag_ring *ring);
 
 /* visock_cdc.c */
 void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake);
