@@ -392,6 +392,7 @@ static void visock_child_destroy(struct visock_sock *child)
 static void visock_accept_enqueue(struct visock_sock *lvsk,
 				  struct visock_sock *child)
 {
+	lockdep_assert_held(&lvsk->sk.sk_lock);
 	spin_lock_bh(&lvsk->accept_lock);
 	list_add_tail(&child->accept_link, &lvsk->accept_q);
 	lvsk->accept_len++;

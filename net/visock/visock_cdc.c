@@ -112,6 +112,7 @@ int visock_cdc_send_swrep_locked(struct visock_dp *dp,
 	unsigned int slot = dp->tx_slot;
 	int err;
 
+	lockdep_assert_held(&dp->lock);
 	if (dp->state != VISOCK_DP_LIVE || !dp->sq_free || !dp->credits)
 		return -ENOBUFS;
 	err = visock_swrep_encode(m, visock_link_ctrl_slot(dp->link, slot),
@@ -151,6 +152,7 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	u8 flags;
 	int err;
 
+	lockdep_assert_held(&dp->lock);
 	/*
 	 * A lazy client before the switch reply does not know the peer's
 	 * token: nothing can be addressed to it yet.
@@ -243,6 +245,7 @@ void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
 	struct visock_cdc m;
 	s64 adv;
 
+	lockdep_assert_held(&dp->lock);
 	if (visock_cdc_decode(buf, len, &m) || m.token != dp->local_token)
 		goto bad;
 	if (!visock_cdc_seq_after(m.seq, dp->rx_seq))

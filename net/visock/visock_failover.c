@@ -59,6 +59,7 @@ static struct visock_cursor visock_cursor_at(u32 size, u64 pos)
  */
 static void visock_fo_peer_has_locked(struct visock_dp *dp, u64 pos)
 {
+	lockdep_assert_held(&dp->lock);
 	dp->tx_peer_cons = visock_cursor_at(dp->tx_size, pos);
 	dp->tx_sent = dp->tx_peer_cons;
 	dp->tx_acked = dp->tx_peer_cons;
@@ -93,6 +94,7 @@ void visock_dp_link_failed_locked(struct visock_dp *dp, const char *why,
 {
 	struct visock_sock *vsk = dp->vsk;
 
+	lockdep_assert_held(&dp->lock);
 	if (dp->state != VISOCK_DP_LIVE)
 		return;
 	/*

@@ -83,6 +83,7 @@ static u32 visock_hs_ring_size(struct visock_sock *vsk)
 	struct sock *tsk = vsk->tcp->sk;
 	u32 want;
 
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	/* A bit field on older kernels: no READ_ONCE(). */
 	if (tsk->sk_userlocks & SOCK_RCVBUF_LOCK)
 		want = READ_ONCE(tsk->sk_rcvbuf) / 2;
@@ -531,6 +532,7 @@ int visock_hs_switch_decline(struct visock_sock *vsk,
 	struct sockaddr_storage local, peer;
 	int err;
 
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	err = visock_hs_addrs(vsk, &local, &peer);
 	if (err)
 		return err;
@@ -693,6 +695,7 @@ static void visock_hs_step(struct visock_sock *vsk)
 	struct visock_hs_msg m;
 	int ret;
 
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	if (vsk->hs_state == VISOCK_HS_CLI_START) {
 		visock_hs_cli_start(vsk);
 		/* Still in CLI_START: waiting for a QP to come up. */

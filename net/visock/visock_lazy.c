@@ -243,6 +243,7 @@ void visock_lazy_reply_locked(struct visock_dp *dp, const u8 *buf, u32 len)
 {
 	unsigned int wake = 0;
 
+	lockdep_assert_held(&dp->lock);
 	if (!dp->sw_pending || dp->sw_reply_in || len != VISOCK_CDC_LEN) {
 		visock_dp_fail_locked(dp, ECONNRESET, true,
 				      "unexpected switch reply", 0, &wake);
@@ -270,6 +271,7 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 	bool in;
 	u64 pos;
 
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	spin_lock_bh(&dp->lock);
 	in = dp->sw_reply_in;
 	memcpy(buf, dp->sw_reply, sizeof(buf));
@@ -395,6 +397,7 @@ static void visock_lazy_srv_switch(struct visock_sock *vsk)
 	u32 off;
 	int n, len, err;
 
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	/* The SWITCH stands at the client's byte L. */
 	off = vsk->lazy_bytes - vsk->sw_rx_pos;
 	n = visock_tcp_peek_at(vsk->tcp, off, buf, VISOCK_HS_HDR_LEN);
@@ -453,6 +456,7 @@ static void visock_lazy_srv_switch(struct visock_sock *vsk)
  */
 void visock_lazy_work(struct visock_sock *vsk)
 {
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	if (vsk->sw_server && vsk->sw_state == VISOCK_SW_NONE)
 		visock_lazy_srv_switch(vsk);
 	else if (!vsk->sw_server && vsk->sw_state == VISOCK_SW_WAIT)

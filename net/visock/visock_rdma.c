@@ -59,6 +59,7 @@ int visock_rdma_prepare(struct visock_sock *vsk)
 	struct visock_dp *dp;
 	int err;
 
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	if (visock_fault(VISOCK_FP_DP_ALLOC))
 		return -ENOMEM;
 	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
@@ -182,6 +183,7 @@ bool visock_rdma_ended(struct visock_sock *vsk)
 void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
 			   const char *why, int detail, unsigned int *wake)
 {
+	lockdep_assert_held(&dp->lock);
 	if (!visock_dp_alive(dp->state))
 		return;
 	net_info_ratelimited("visock: QP %u: connection reset: %s (%d)\n",

@@ -48,6 +48,7 @@
  */
 u32 visock_rx_avail_locked(const struct visock_dp *dp)
 {
+	lockdep_assert_held(&dp->lock);
 	return visock_ring_used(dp->rx_size, &dp->rx_prod, &dp->rx_cons);
 }
 
@@ -65,6 +66,7 @@ void visock_rx_check_update_locked(struct visock_dp *dp)
 	s64 unconfirmed = visock_cursor_diff(dp->rx_size, &dp->rx_cons_sent,
 					     &dp->rx_cons);
 
+	lockdep_assert_held(&dp->lock);
 	if (unconfirmed > 0 &&
 	    visock_cons_update_due(dp->rx_size, (u32)unconfirmed,
 				   visock_rx_avail_locked(dp),
@@ -79,6 +81,7 @@ static void visock_rx_data_locked(struct visock_dp *dp, u32 imm,
 	struct visock_cursor next = dp->rx_prod;
 	u32 idx, bytes, credits;
 
+	lockdep_assert_held(&dp->lock);
 	visock_imm_decode(imm, &idx, &bytes, &credits);
 	if (!bytes || bytes > dp->rx_size)
 		goto bad;

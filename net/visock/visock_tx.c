@@ -67,6 +67,7 @@
  */
 u32 visock_tx_space_locked(const struct visock_dp *dp)
 {
+	lockdep_assert_held(&dp->lock);
 	return dp->tx_size - visock_ring_used(dp->tx_size, &dp->tx_written,
 					      &dp->tx_peer_cons);
 }
@@ -88,6 +89,7 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 	u32 unsent, ret, ret2, imm, nwr;
 	int n;
 
+	lockdep_assert_held(&dp->lock);
 	if (dp->state == VISOCK_DP_FAILOVER || dp->state == VISOCK_DP_TCP) {
 		/* visock_failover.c moves the rings now. */
 		visock_fo_kick(dp);
@@ -217,6 +219,7 @@ u32 visock_tx_wake_min_locked(const struct visock_dp *dp)
 {
 	u32 min = visock_tx_wake_space(dp->tx_size);
 
+	lockdep_assert_held(&dp->lock);
 	return dp->tx_need ? min_t(u32, dp->tx_need, min) : min;
 }
 
