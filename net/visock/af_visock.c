@@ -73,7 +73,7 @@
 #include "visock_handshake.h"
 #include "visock_lazy.h"
 #include "visock_tcp.h"
-#include "visock_link.h"
+#include "visock_vc.h"
 #include "visock_lgr.h"
 #include "visock_rdma.h"
 #include "visock_trace.h"
@@ -151,7 +151,7 @@ static void visock_sk_destruct(struct sock *sk)
 	struct visock_sock *vsk = visock_sk(sk);
 
 	WARN_ON_ONCE(vsk->tcp);
-	WARN_ON_ONCE(vsk->link);
+	WARN_ON_ONCE(vsk->vc);
 	WARN_ON_ONCE(vsk->dp);
 	WARN_ON_ONCE(vsk->listener);
 	WARN_ON_ONCE(!list_empty(&vsk->accept_q));
@@ -371,7 +371,7 @@ static void visock_child_destroy(struct visock_sock *child)
 	if (cancel_delayed_work(&child->hs_work))
 		sock_put(sk);
 	lock_sock(sk);
-	visock_rdma_destroy_link(child);
+	visock_rdma_destroy_vc(child);
 	if (child->tcp)
 		sock_no_linger(child->tcp->sk);
 	visock_tcp_release(child);
@@ -456,7 +456,7 @@ void visock_child_settled(struct visock_sock *child)
 	WRITE_ONCE(lvsk->accept_hs, lvsk->accept_hs - 1);
 	/*
 	 * As TCP, accept() also returns a connection that was reset after
-	 * it was set up (by the peer, or because its link died): reading
+	 * it was set up (by the peer, or because its QP died): reading
 	 * from it reports the error.  A connection whose handshake aborted
 	 * was never set up - the client's connect() failed - and is
 	 * dropped.
@@ -803,7 +803,7 @@ static int visock_release(struct socket *sock)
 	/* RDMA mode: deliver what was written, maybe in the background. */
 	ops = READ_ONCE(vsk->ops);
 	if (ops->close && ops->close(vsk)) {
-		/* The mode's close work releases the link and TCP socket. */
+		/* The mode's close work releases the vc and TCP socket. */
 		lock_sock(sk);
 		sock_orphan(sk);
 		sock->sk = NULL;
@@ -811,7 +811,7 @@ static int visock_release(struct socket *sock)
 		sock_put(sk);
 		return 0;
 	}
-	visock_rdma_destroy_link(vsk);
+	visock_rdma_destroy_vc(vsk);
 
 	/* TCP closes the connection, lingering if SO_LINGER says so. */
 	if (vsk->tcp)
@@ -1181,11 +1181,11 @@ static int visock_getsockopt_info(struct visock_sock *vsk,
 	info.vi_mode = READ_ONCE(vsk->mode);
 	info.vi_fallback_reason = READ_ONCE(vsk->fb_reason);
 	info.vi_version = vsk->hs_version;
-	info.vi_local_qpn = vsk->link ? visock_link_qpn(vsk->link) : 0;
+	info.vi_local_qpn = vsk->vc ? visock_vc_qpn(vsk->vc) : 0;
 	info.vi_peer_qpn = vsk->peer_qpn;
 	info.vi_local_token = vsk->local_token;
 	info.vi_peer_token = vsk->peer_token;
-	info.vi_rbuf_size = vsk->link ? visock_link_rbuf_size(vsk->link) : 0;
+	info.vi_rbuf_size = vsk->vc ? visock_vc_rbuf_size(vsk->vc) : 0;
 	info.vi_peer_rbuf_size = vsk->peer_rbuf_size;
 	if (test_bit(VISOCK_F_SYN_OPT, &vsk->flags))
 		info.vi_flags |= VISOCK_INFO_F_SYN_OPT;

@@ -7,6 +7,22 @@
  * Each component declares its functions in a header of its own (e.g.
  * visock_stats.h, visock_diag.h, visock_genl.h); the prototypes left
  * here are grouped under the name of the file that defines them.
+ *
+ * Nouns used throughout the module:
+ * - link group (lgr): all queue pairs of one namespace with the same
+ *   role, local GID and peer address (visock_lgr.c).
+ * - qp (struct visock_qp): one RC queue pair of a link group, shared by
+ *   many connections.  The uapi, visockctl and the link messages on a
+ *   queue pair call it a "link" (VISOCK_LINK_*, struct visock_diag_link).
+ * - vc (struct visock_vc, a virtual connection): one connection's share
+ *   of a qp: a token index, a receive ring, a send buffer, the peer's
+ *   ring and send slots for cursor messages (visock_vc.c).
+ * - token: what the peer puts in each message to name a vc: random bits
+ *   and the vc's index in its qp's token table.
+ * - ring (struct visock_rbuf): a registered receive ring the peer
+ *   RDMA-writes into; a send buffer is the same kind of object.
+ * - dp (struct visock_dp): a connection's data path on its vc: cursors,
+ *   credits, failover state (visock_rdma.h).
  */
 #ifndef _NET_VISOCK_H
 #define _NET_VISOCK_H
@@ -49,7 +65,7 @@
  * @fallbacks: connections that fell back, per enum visock_fallback_reason
  * @conns_rdma: connections that switched to RDMA
  * @hs_started: in-band handshakes started (client and server side)
- * @hs_done: handshakes that set up an RDMA link
+ * @hs_done: handshakes that set up a vc
  * @hs_aborted: handshakes that ended the connection (timeout, framing)
  * @stats: data counters, per CPU
  * @base_lock: protects @base
@@ -72,7 +88,7 @@
  * @lgr_peer_qps_max: net.visock.lgr_peer_qps_max, QPs with one peer host
  *	(0: derived from @lgr_max_links)
  * @lgr_qps_max: net.visock.lgr_qps_max, QPs of the namespace (0: derived)
- * @lgr_lock: the QP list and each QP's attachment count (visock_link.c)
+ * @lgr_lock: the QP list and each QP's attachment count (visock_vc.c)
  * @qps: QPs of this namespace (struct visock_qp.net_node)
  * @qp_all_lock: protects @qp_all; BH-safe, innermost
  * @qp_all: every QP of this namespace from its creation until it is
@@ -124,7 +140,7 @@ struct visock_net {
 	struct list_head sk_list;
 	/* Serialises changes of policy; process context (netlink) only */
 	struct mutex pol_lock;
-	struct visock_pol_table __rcu *policy;
+	struct visock_policy_table __rcu *policy;
 	int lgr_max_links;
 	int lgr_link_conns;
 	int lgr_idle_ms;
@@ -272,10 +288,10 @@ struct visock_mode_ops {
  * @hs_work: runs the handshake state machine (visock_handshake.c)
  * @listener: for a child still in its handshake, the listener it goes
  *	to (referenced); NULL otherwise
- * @link: RDMA link of this connection, or NULL
+ * @vc: this connection's share of a QP, or NULL
  * @dp: RDMA data path state (visock_rdma.h), or NULL.  Set under
- *	lock_sock() by the handshake once @link is connected, before the
- *	peer may write; freed with @link by visock_rdma_destroy_link().
+ *	lock_sock() by the handshake once @vc is connected, before the
+ *	peer may write; freed with @vc by visock_rdma_destroy_vc().
  *	Constant while the connection is in VISOCK_MODE_RDMA.
  * @lgr_wait: entry in visock_net.lgr_wq while the client waits for a
  *	QP of its link group to come up (VISOCK_F_LGR_WAIT; holds a
@@ -337,7 +353,7 @@ struct visock_sock {
 	unsigned long hs_deadline;
 	struct delayed_work hs_work;
 	struct visock_sock *listener;
-	struct visock_link *link;
+	struct visock_vc *vc;
 	struct visock_dp *dp;
 	struct wait_queue_entry lgr_wait;
 	u32 local_token;
@@ -362,7 +378,7 @@ enum {
 	VISOCK_F_LISTENER,	/* listen() succeeded once: has accept state */
 	VISOCK_F_SYN_OPT,	/* our SYN / SYN-ACK carried the option */
 	VISOCK_F_PEER_OPT,	/* the peer's SYN / SYN-ACK carried it */
-	VISOCK_F_LINK_UP,	/* @link reached RTS, peer confirmed */
+	VISOCK_F_LINK_UP,	/* @vc reached RTS, peer confirmed */
 	VISOCK_F_HS_ABORTED,	/* the handshake ended the connection */
 	/* Teardown started: hidden from readers; set under lock_sock() */
 	VISOCK_F_DIAG_GONE,
@@ -401,9 +417,9 @@ enum visock_hs_state {
 	VISOCK_HS_DONE,		/* settled, one way or the other */
 };
 
-struct visock_link;
+struct visock_vc;
 struct visock_dp;
-struct visock_pol_table;
+struct visock_policy_table;
 struct ib_device;
 
 /*

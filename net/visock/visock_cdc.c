@@ -9,18 +9,18 @@
  *
  * Credits.  Every RDMA WRITE WITH IMMEDIATE and every cursor message
  * consumes one receive request of the peer's shared QP.  Each connection
- * starts with VISOCK_LINK_RQ_DEPTH credits (the peer's QP has that many
+ * starts with VISOCK_VC_RQ_DEPTH credits (the peer's QP has that many
  * receive requests posted for it before REP or CONFIRM; the QP reposts
  * each at once) and gets them back as the peer's connection handles them: every message
  * we send - data or cursor message - returns all credits we owe.  Data
  * leaves VISOCK_DP_CREDIT_RESERVE credits for cursor messages, and the
  * last credit is only used by a cursor message that returns credits or
  * is the connection's last (closed or abort flag: the peer's ring
- * lingers until it comes, see visock_link_destroy()); a side owing
+ * lingers until it comes, see visock_vc_destroy()); a side owing
  * VISOCK_DP_CREDIT_RETURN or more
  * sends a cursor message for them alone.  With these rules a side that
  * waits for credits always has a peer that owes it at least
- * VISOCK_LINK_RQ_DEPTH - VISOCK_DP_CREDIT_RESERVE of them and is allowed
+ * VISOCK_VC_RQ_DEPTH - VISOCK_DP_CREDIT_RESERVE of them and is allowed
  * to return them, so credits never deadlock, and credit-only messages
  * cannot ping-pong (each one makes the other side owe just one).
  */
@@ -61,7 +61,7 @@ static u32 visock_cdc_test_inject(const struct visock_dp *dp,
 		m->cons.wrap++;
 		break;
 	case VISOCK_TEST_CDC_BAD_CREDITS:
-		m->credits = VISOCK_LINK_RQ_DEPTH + 1;
+		m->credits = VISOCK_VC_RQ_DEPTH + 1;
 		break;
 	}
 	return 0;
@@ -80,12 +80,12 @@ static void visock_cdc_test_send_copy(struct visock_dp *dp,
 
 	m.token = token;
 	if (!dp->sq_free ||
-	    visock_cdc_encode(&m, visock_link_ctrl_slot(dp->link, slot),
-			      VISOCK_LINK_CTRL_SLOT) < 0 ||
-	    visock_link_post_ctrl(dp->link, slot, VISOCK_CDC_LEN,
-				  &dp->ctrl_cqe))
+	    visock_cdc_encode(&m, visock_vc_ctrl_slot(dp->vc, slot),
+			      VISOCK_QP_CTRL_SLOT) < 0 ||
+	    visock_vc_post_ctrl(dp->vc, slot, VISOCK_CDC_LEN,
+				&dp->ctrl_cqe))
 		return;
-	dp->tx_slot = (slot + 1) % VISOCK_LINK_SQ_DEPTH;
+	dp->tx_slot = (slot + 1) % VISOCK_VC_SQ_DEPTH;
 	dp->sq_free--;
 	dp->wr_posted++;
 	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_wr_posted, 1);
@@ -115,15 +115,15 @@ int visock_cdc_send_swrep_locked(struct visock_dp *dp,
 	lockdep_assert_held(&dp->lock);
 	if (dp->state != VISOCK_DP_LIVE || !dp->sq_free || !dp->credits)
 		return -ENOBUFS;
-	err = visock_swrep_encode(m, visock_link_ctrl_slot(dp->link, slot),
-				  VISOCK_LINK_CTRL_SLOT);
+	err = visock_swrep_encode(m, visock_vc_ctrl_slot(dp->vc, slot),
+				  VISOCK_QP_CTRL_SLOT);
 	if (err < 0)
 		return err;
-	err = visock_link_post_ctrl(dp->link, slot, VISOCK_CDC_LEN,
-				    &dp->ctrl_cqe);
+	err = visock_vc_post_ctrl(dp->vc, slot, VISOCK_CDC_LEN,
+				  &dp->ctrl_cqe);
 	if (err)
 		return err;
-	dp->tx_slot = (slot + 1) % VISOCK_LINK_SQ_DEPTH;
+	dp->tx_slot = (slot + 1) % VISOCK_VC_SQ_DEPTH;
 	dp->sq_free--;
 	dp->credits--;
 	dp->wr_posted++;
@@ -188,21 +188,21 @@ void visock_cdc_send_locked(struct visock_dp *dp, unsigned int *wake)
 	flags = m.flags;
 	if (unlikely(READ_ONCE(visock_test_mute_end_flags)))
 		m.flags &= ~(VISOCK_CDC_F_CLOSED | VISOCK_CDC_F_ABORT);
-	if (WARN_ON_ONCE(visock_cdc_encode(&m, visock_link_ctrl_slot(dp->link,
-								     slot),
-					   VISOCK_LINK_CTRL_SLOT) < 0))
+	if (WARN_ON_ONCE(visock_cdc_encode(&m, visock_vc_ctrl_slot(dp->vc,
+								   slot),
+					   VISOCK_QP_CTRL_SLOT) < 0))
 		return;
-	err = visock_link_post_ctrl(dp->link, slot, VISOCK_CDC_LEN,
-				    &dp->ctrl_cqe);
+	err = visock_vc_post_ctrl(dp->vc, slot, VISOCK_CDC_LEN,
+				  &dp->ctrl_cqe);
 	if (err) {
 		dp->ctrl_pending = false;
 		if (!dp->abort)
-			visock_dp_link_failed_locked(dp,
-						     "posting a cursor message failed",
-						     err, wake);
+			visock_dp_vc_failed_locked(dp,
+						   "posting a cursor message failed",
+						   err, wake);
 		return;
 	}
-	dp->tx_slot = (slot + 1) % VISOCK_LINK_SQ_DEPTH;
+	dp->tx_slot = (slot + 1) % VISOCK_VC_SQ_DEPTH;
 	dp->tx_seq = m.seq;
 	dp->sq_free--;
 	dp->credits--;
@@ -270,7 +270,7 @@ void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
 		    visock_cursor_diff(dp->tx_size, &m.cons, &dp->tx_sent) < 0)
 			goto bad;
 	}
-	if (dp->credits + m.credits > VISOCK_LINK_RQ_DEPTH)
+	if (dp->credits + m.credits > VISOCK_VC_RQ_DEPTH)
 		goto bad;
 
 	dp->rx_seq = m.seq;
@@ -293,7 +293,7 @@ void visock_cdc_recv_locked(struct visock_dp *dp, const u8 *buf, u32 len,
 	}
 	/* The peer writes nothing more: our ring may be reused later. */
 	if (m.flags & (VISOCK_CDC_F_CLOSED | VISOCK_CDC_F_ABORT))
-		visock_link_peer_quiet(dp->link);
+		visock_vc_peer_quiet(dp->vc);
 	if (m.flags & VISOCK_CDC_F_CLOSED) {
 		WRITE_ONCE(dp->peer_closed, true);
 		*wake |= VISOCK_WAKE_WRITE | VISOCK_WAKE_CLOSE;
@@ -319,7 +319,7 @@ bad:
  *
  * A connection being torn down does not interpret cursor messages any
  * more, but the flags that tell that the peer writes nothing more still
- * let its ring be reused (visock_link_peer_quiet()).
+ * let its ring be reused (visock_vc_peer_quiet()).
  *
  * Context: completion handler (softirq), under @dp->lock.
  */
@@ -329,6 +329,6 @@ void visock_cdc_note_quiet(struct visock_dp *dp, const u8 *buf, u32 len)
 
 	if (!visock_cdc_decode(buf, len, &m) && m.token == dp->local_token &&
 	    (m.flags & (VISOCK_CDC_F_CLOSED | VISOCK_CDC_F_ABORT)))
-		visock_link_peer_quiet(dp->link);
+		visock_vc_peer_quiet(dp->vc);
 }
 

@@ -14,7 +14,7 @@
  * completion or the peer's flags arrive, without waiting in between)
  * finishes once every posted request completed, at most
  * VISOCK_CLOSE_TIMEOUT later (then it resets the connection): it destroys
- * the link and closes the internal TCP socket.  With SO_LINGER and a
+ * the vc and closes the internal TCP socket.  With SO_LINGER and a
  * timeout, close() itself waits that long.
  *
  * The rules for lifetime and locking are at the top of visock_tx.c.
@@ -115,7 +115,7 @@ int visock_tx_shutdown(struct visock_sock *vsk, int how)
 }
 
 /*
- * Nothing more to wait for before the link and the internal TCP socket
+ * Nothing more to wait for before the vc and the internal TCP socket
  * may go.  While failing over, the send queue is empty as soon as the
  * QP flushed it, but flushed writes and a flushed closed flag never
  * reached the peer, which still waits for our failover message and then
@@ -141,7 +141,7 @@ static bool visock_tx_close_done(struct visock_dp *dp)
 		 * receive ring lingers until it comes.  Without a credit it
 		 * cannot, and no credit comes back from a closed peer.
 		 */
-		done = dp->sq_free == VISOCK_LINK_SQ_DEPTH &&
+		done = dp->sq_free == VISOCK_VC_SQ_DEPTH &&
 		       (dp->closed_sent || (dp->peer_closed && !dp->credits));
 		break;
 	default:
@@ -157,7 +157,7 @@ static bool visock_tx_sq_idle(struct visock_dp *dp)
 	bool idle;
 
 	spin_lock_bh(&dp->lock);
-	idle = dp->sq_free == VISOCK_LINK_SQ_DEPTH;
+	idle = dp->sq_free == VISOCK_VC_SQ_DEPTH;
 	spin_unlock_bh(&dp->lock);
 	return idle;
 }
@@ -198,22 +198,22 @@ static bool visock_tx_last_word_done(struct visock_dp *dp)
 
 /**
  * visock_tx_last_word() - tell the peer that we write nothing more
- * @dp: data path state of a connection whose link is about to go
+ * @dp: data path state of a connection whose vc is about to go
  *
  * The peer keeps the ring and the token index it gave us until our
  * closed or abort flag arrives (its end of the connection lingers on the
- * QP, see visock_link_destroy()), so every connection ends with one of
+ * QP, see visock_vc_destroy()), so every connection ends with one of
  * them while the QP works.  One that has not sent either - it failed or
- * was reset by the peer, its handshake ended after the link was
+ * was reset by the peer, its handshake ended after the vc was
  * connected, or its closed flag did not go out yet - sends one now:
  * closed if everything written went out (or the peer closed), else
  * abort.  Waits up to VISOCK_ABORT_WAIT for a send queue slot; without a
  * credit nothing can be sent (the peer then lingers until the QP ends).
- * Nothing is sent either once the connection failed over: its link was
+ * Nothing is sent either once the connection failed over: its vc was
  * found broken (the QP goes once its connections have, taking the
  * peer's lingering ones with it) or the peer moved to TCP.
  *
- * Context: process context, may sleep; from visock_rdma_destroy_link()
+ * Context: process context, may sleep; from visock_rdma_destroy_vc()
  * before it stops the data path.
  */
 void visock_tx_last_word(struct visock_dp *dp)
@@ -221,11 +221,11 @@ void visock_tx_last_word(struct visock_dp *dp)
 	unsigned int wake = 0;
 	bool wait;
 
-	if (!visock_link_peer_listens(dp->link) ||
+	if (!visock_vc_peer_listens(dp->vc) ||
 	    unlikely(READ_ONCE(visock_test_mute_end_flags)))
 		return;
 	spin_lock_bh(&dp->lock);
-	/* Not after a failover: the link was given up (see above). */
+	/* Not after a failover: the vc was given up (see above). */
 	wait = (dp->state == VISOCK_DP_LIVE || dp->state == VISOCK_DP_DEAD) &&
 	       !dp->failovers && !dp->closed_sent && !dp->abort_sent &&
 	       dp->credits;
@@ -253,11 +253,11 @@ void visock_tx_last_word(struct visock_dp *dp)
  * and a timeout, waits up to that long for everything to complete and
  * resets the connection if it did not.  Then hands the rest - waiting for
  * outstanding requests (graceful close without SO_LINGER), destroying the
- * link and closing the internal TCP socket - to visock_tx_close_work()
+ * vc and closing the internal TCP socket - to visock_tx_close_work()
  * with a socket reference, so that close() never waits for the device.
  *
  * Context: process context, from visock_release(), no lock held.
- * Return: true: the close work now owns the teardown of the link and
+ * Return: true: the close work now owns the teardown of the vc and
  * the internal TCP socket.
  */
 bool visock_tx_close(struct visock_sock *vsk)
@@ -311,7 +311,7 @@ bool visock_tx_close(struct visock_sock *vsk)
  * visock_dp_wake()) and at the deadline; until everything posted has
  * completed (or the deadline passed: then it resets the connection) it
  * only queues itself again, so a closing connection does not hold a
- * worker.  Then it destroys the link (freeing the data path state, which
+ * worker.  Then it destroys the vc (freeing the data path state, which
  * includes @work: nothing touches it afterwards), closes the internal TCP
  * socket and drops the reference visock_tx_close() took.
  *
@@ -336,7 +336,7 @@ void visock_tx_close_work(struct work_struct *work)
 	cancel_delayed_work(&dp->close_work);
 	if (!visock_tx_close_done(dp))
 		visock_tx_reset(vsk);
-	visock_rdma_destroy_link(vsk);
+	visock_rdma_destroy_vc(vsk);
 	if (vsk->tcp)
 		visock_tcp_sync_opts(vsk);
 	visock_tcp_release(vsk);

@@ -8,7 +8,7 @@
  * whose teardown started (visock_diag_unlink_sock() from visock_release()
  * and visock_child_destroy()) stays on the list but is marked
  * VISOCK_F_DIAG_GONE under its lock_sock(), before the teardown releases
- * anything a reader looks at (internal TCP socket, link, data path).
+ * anything a reader looks at (internal TCP socket, vc, data path).
  *
  * A reader (visock_diag_walk(): the NETLINK_SOCK_DIAG dump for AF_VISOCK
  * and the link dump of the generic netlink family) takes a reference on
@@ -26,12 +26,12 @@
  * the socket's spinlock instead, which keeps the owner from releasing
  * the socket and so, if it is not marked, keeps its teardown from
  * starting to free anything, and reads only what does not change under
- * the owner's feet: the state, mode, addresses and owner, not the link
+ * the owner's feet: the state, mode, addresses and owner, not the vc
  * or the data path.
  *
  * Locks, outermost first:
  *   lock_sock() of a visock socket
- *   struct visock_link.lock (visock_link_diag())
+ *   struct visock_qp.lock (visock_vc_diag())
  *   struct visock_net.sk_lock   the namespace's list; BH-safe, since the
  *                               destructor can run wherever the last
  *                               reference goes
@@ -47,7 +47,7 @@
 
 #include "visock.h"
 #include "visock_diag.h"
-#include "visock_link.h"
+#include "visock_vc.h"
 #include "visock_lgr.h"
 #include "visock_rdma.h"
 #include "visock_stats.h"
@@ -192,7 +192,7 @@ static int visock_diag_visit(struct visock_sock *vsk, visock_diag_fn_t fn,
  *	torn down, under the socket's lock_sock(); returns 0 to go on
  * @busy: called instead of @fn, in atomic context under the socket's
  *	spinlock, for such a socket whose lock_sock() another task holds;
- *	it must not look at the link or the data path.  NULL: such sockets
+ *	it must not look at the vc or the data path.  NULL: such sockets
  *	are left out
  * @arg: passed to @fn and @busy
  *
@@ -234,11 +234,11 @@ static void visock_diag_info(struct visock_sock *vsk, struct visock_info *info)
 	info->vi_mode = READ_ONCE(vsk->mode);
 	info->vi_fallback_reason = READ_ONCE(vsk->fb_reason);
 	info->vi_version = vsk->hs_version;
-	info->vi_local_qpn = vsk->link ? visock_link_qpn(vsk->link) : 0;
+	info->vi_local_qpn = vsk->vc ? visock_vc_qpn(vsk->vc) : 0;
 	info->vi_peer_qpn = vsk->peer_qpn;
 	info->vi_local_token = vsk->local_token;
 	info->vi_peer_token = vsk->peer_token;
-	info->vi_rbuf_size = vsk->link ? visock_link_rbuf_size(vsk->link) : 0;
+	info->vi_rbuf_size = vsk->vc ? visock_vc_rbuf_size(vsk->vc) : 0;
 	info->vi_peer_rbuf_size = vsk->peer_rbuf_size;
 	if (test_bit(VISOCK_F_SYN_OPT, &vsk->flags))
 		info->vi_flags |= VISOCK_INFO_F_SYN_OPT;
@@ -297,7 +297,7 @@ static bool visock_diag_match(struct visock_sock *vsk,
 
 /*
  * One socket into @skb.  Under lock_sock(), or @busy: under the socket's
- * spinlock, without the link and the data path.
+ * spinlock, without the vc and the data path.
  */
 static int visock_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 			    struct visock_sock *vsk,
@@ -345,8 +345,8 @@ static int visock_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 		if (nla_put(skb, VISOCK_DIAG_RING, sizeof(ring), &ring))
 			goto cancel;
 	}
-	if ((req->vdiag_show & VISOCK_SHOW_LINK) && vsk->link) {
-		visock_link_diag(vsk->link, &link);
+	if ((req->vdiag_show & VISOCK_SHOW_LINK) && vsk->vc) {
+		visock_vc_diag(vsk->vc, &link);
 		link.vdl_peer_qpn = vsk->peer_qpn;
 		if (nla_put(skb, VISOCK_DIAG_LINK, sizeof(link), &link))
 			goto cancel;
@@ -471,7 +471,7 @@ void visock_diag_gauges(struct net *net, struct visock_gauges *g)
  *
  * For debugging (debugfs "socks"): every sock that still exists, closed
  * or not, with its namespace, number, reference count, state, mode,
- * flags and which of its parts (internal TCP socket, link, data path,
+ * flags and which of its parts (internal TCP socket, vc, data path,
  * listener) it still holds.  The fields are read without the socket's
  * lock: a snapshot, not a consistent state.  A sock stays on its list,
  * and its memory valid, until its destructor takes the list lock.
@@ -500,7 +500,7 @@ void visock_diag_show_all(struct seq_file *seq)
 				   READ_ONCE(vsk->fb_reason),
 				   READ_ONCE(vsk->flags),
 				   !!READ_ONCE(vsk->tcp),
-				   !!READ_ONCE(vsk->link),
+				   !!READ_ONCE(vsk->vc),
 				   !!READ_ONCE(vsk->dp),
 				   !!READ_ONCE(vsk->listener),
 				   sock_flag(&vsk->sk, SOCK_DEAD));

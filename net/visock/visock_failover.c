@@ -2,7 +2,7 @@
 /*
  * visock: RDMA data path - failover to TCP.
  *
- * When the RDMA link of a live connection fails (retries exceeded, a
+ * When the queue pair of a live connection fails (retries exceeded, a
  * flushed request, the device removed), the connection continues over
  * its internal TCP socket instead of being reset:
  *
@@ -77,7 +77,7 @@ void visock_fo_kick(struct visock_dp *dp)
 }
 
 /**
- * visock_dp_link_failed_locked() - the RDMA link of a connection failed
+ * visock_dp_vc_failed_locked() - the vc of a connection failed
  * @dp: data path state
  * @why: what happened, for the kernel log
  * @detail: a completion status or errno, for the kernel log
@@ -89,8 +89,8 @@ void visock_fo_kick(struct visock_dp *dp)
  *
  * Context: under @dp->lock, any context.
  */
-void visock_dp_link_failed_locked(struct visock_dp *dp, const char *why,
-				  int detail, unsigned int *wake)
+void visock_dp_vc_failed_locked(struct visock_dp *dp, const char *why,
+				int detail, unsigned int *wake)
 {
 	struct visock_sock *vsk = dp->vsk;
 
@@ -108,9 +108,9 @@ void visock_dp_link_failed_locked(struct visock_dp *dp, const char *why,
 		return;
 	}
 	net_info_ratelimited("visock: QP %u: %s (%d): continuing over TCP\n",
-			     visock_link_qpn(dp->link), why, detail);
+			     visock_vc_qpn(dp->vc), why, detail);
 	/* Whatever broke this connection's path, no new one joins the QP. */
-	visock_link_suspect(dp->link);
+	visock_vc_suspect(dp->vc);
 	dp->state = VISOCK_DP_FAILOVER;
 	dp->fo_deadline = jiffies + VISOCK_FO_TIMEOUT;
 	dp->failovers = 1;
@@ -351,7 +351,7 @@ static void visock_fo_rx(struct visock_dp *dp, struct socket *tcp)
  * @work: struct visock_dp.fo_work
  *
  * Context: process context (visock_wq); cancelled by
- * visock_rdma_destroy_link() before the rings go.
+ * visock_rdma_destroy_vc() before the rings go.
  */
 void visock_fo_work(struct work_struct *work)
 {
@@ -375,7 +375,7 @@ void visock_fo_work(struct work_struct *work)
 				   MSG_DONTWAIT | MSG_PEEK) != 1)
 			return;
 		spin_lock_bh(&dp->lock);
-		visock_dp_link_failed_locked(dp, "peer failed over", 0, &wake);
+		visock_dp_vc_failed_locked(dp, "peer failed over", 0, &wake);
 		state = dp->state;
 		spin_unlock_bh(&dp->lock);
 		visock_dp_wake(dp, wake);

@@ -21,7 +21,7 @@
  *
  * A point whose step cannot fail delays it instead: its call site sleeps
  * VISOCK_FAULT_DELAY_MS when told to fail, to widen a race window
- * ("link_linger": visock_link_destroy() right after it handed a lingering
+ * ("link_linger": visock_vc_destroy() right after it handed a lingering
  * connection to its QP; "qp_teardown": the idle work right after it took
  * its QP off the namespace's list).
  *
@@ -48,7 +48,7 @@ struct visock_fault_desc {
 
 static const struct visock_fault_desc visock_fault_points[VISOCK_FP_NR] = {
 	[VISOCK_FP_CHILD_ALLOC]	= { "child_alloc",	-ENOMEM },
-	[VISOCK_FP_LINK_ALLOC]	= { "link_alloc",	-ENOMEM },
+	[VISOCK_FP_VC_ALLOC]	= { "link_alloc",	-ENOMEM },
 	[VISOCK_FP_QP_ALLOC]	= { "qp_alloc",		-ENOMEM },
 	[VISOCK_FP_PD_ALLOC]	= { "pd_alloc",		-ENOMEM },
 	[VISOCK_FP_CQ_CREATE]	= { "cq_create",	-ENOMEM },
@@ -65,7 +65,7 @@ static const struct visock_fault_desc visock_fault_points[VISOCK_FP_NR] = {
 	[VISOCK_FP_DP_ALLOC]	= { "dp_alloc",		-ENOMEM },
 	[VISOCK_FP_POST_WRITE]	= { "post_write",	-ENOMEM },
 	[VISOCK_FP_POST_CTRL]	= { "post_ctrl",	-ENOMEM },
-	[VISOCK_FP_LINK_LINGER]	= { "link_linger",	-EAGAIN },
+	[VISOCK_FP_VC_LINGER]	= { "link_linger",	-EAGAIN },
 	[VISOCK_FP_QP_TEARDOWN]	= { "qp_teardown",	-EAGAIN },
 };
 

@@ -16,7 +16,7 @@ struct dentry;
  */
 enum visock_fault_point {
 	VISOCK_FP_CHILD_ALLOC,	/* sock of an accepted connection */
-	VISOCK_FP_LINK_ALLOC,	/* struct visock_link */
+	VISOCK_FP_VC_ALLOC,	/* struct visock_vc */
 	VISOCK_FP_QP_ALLOC,	/* struct visock_qp of a new link group QP */
 	VISOCK_FP_PD_ALLOC,	/* ib_alloc_pd() */
 	VISOCK_FP_CQ_CREATE,	/* ib_alloc_cq_any() */
@@ -33,7 +33,7 @@ enum visock_fault_point {
 	VISOCK_FP_DP_ALLOC,	/* data path state */
 	VISOCK_FP_POST_WRITE,	/* ib_post_send() of RDMA WRITEs */
 	VISOCK_FP_POST_CTRL,	/* ib_post_send() of cursor messages */
-	VISOCK_FP_LINK_LINGER,	/* delay: a lingering link was handed on */
+	VISOCK_FP_VC_LINGER,	/* delay: a lingering vc was handed on */
 	VISOCK_FP_QP_TEARDOWN,	/* delay: an idle QP left its namespace's list */
 	VISOCK_FP_NR
 };

@@ -34,7 +34,7 @@
 #include "visock_diag.h"
 #include "visock_genl.h"
 #include "visock_ib.h"
-#include "visock_link.h"
+#include "visock_vc.h"
 #include "visock_policy.h"
 #include "visock_stats.h"
 
@@ -475,9 +475,9 @@ static int visock_genl_link_fill(struct visock_sock *vsk, void *arg)
 	bool full;
 
 	lockdep_assert_held(&vsk->sk.sk_lock);
-	if (!vsk->link)
+	if (!vsk->vc)
 		return 0;
-	visock_link_diag(vsk->link, &d);
+	visock_vc_diag(vsk->vc, &d);
 	d.vdl_peer_qpn = vsk->peer_qpn;
 	hdr = visock_genl_dump_put(skb, ctx->cb, VISOCK_CMD_GET_LINKS,
 				   VISOCK_A_LINK, &nest);

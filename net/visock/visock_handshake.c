@@ -14,7 +14,7 @@
  *   RTS, registers its ring                     |
  *     | ---- CONFIRM (token) -----------------> |
  *
- * QPs are shared (visock_link.c): if the client has a QP to the peer
+ * QPs are shared (visock_vc.c): if the client has a QP to the peer
  * that is up and has room, its REQ names the server's end of it (LINK
  * TLV) and only a token and a ring are agreed; no QP changes state.  A
  * client whose link group is at its QP limit with QPs still being set up
@@ -56,7 +56,7 @@
 #include "visock_handshake.h"
 #include "visock_lazy.h"
 #include "visock_tcp.h"
-#include "visock_link.h"
+#include "visock_vc.h"
 #include "visock_llc.h"
 #include "visock_rdma.h"
 #include "visock_trace.h"
@@ -111,7 +111,7 @@ void visock_hs_init(struct visock_sock *vsk)
 	vsk->hs_state = VISOCK_HS_NONE;
 	vsk->hs_version = 0;
 	vsk->listener = NULL;
-	vsk->link = NULL;
+	vsk->vc = NULL;
 	vsk->dp = NULL;
 	vsk->local_token = 0;
 	vsk->peer_token = 0;
@@ -221,9 +221,9 @@ static void visock_hs_wake(struct visock_sock *vsk)
 	sk->sk_data_ready(sk);
 }
 
-static void visock_hs_drop_link(struct visock_sock *vsk)
+static void visock_hs_drop_vc(struct visock_sock *vsk)
 {
-	visock_rdma_destroy_link(vsk);
+	visock_rdma_destroy_vc(vsk);
 	clear_bit(VISOCK_F_LINK_UP, &vsk->flags);
 }
 
@@ -231,7 +231,7 @@ static void visock_hs_drop_link(struct visock_sock *vsk)
 static void visock_hs_fallback(struct visock_sock *vsk, u8 reason)
 {
 	trace_visock_hs_result(vsk, reason);
-	visock_hs_drop_link(vsk);
+	visock_hs_drop_vc(vsk);
 	vsk->hs_state = VISOCK_HS_DONE;
 	/*
 	 * Our handshake messages are in TCP's sequence space before the
@@ -244,7 +244,7 @@ static void visock_hs_fallback(struct visock_sock *vsk, u8 reason)
 }
 
 /*
- * The RDMA link is up and its receive side ready (visock_rdma_prepare()):
+ * The vc is up and its receive side ready (visock_rdma_prepare()):
  * from now on the stream travels over RDMA; the internal TCP connection
  * stays open, idle, until the socket is closed.
  */
@@ -261,8 +261,8 @@ void visock_hs_success(struct visock_sock *vsk)
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
 	visock_set_mode(vsk, VISOCK_MODE_RDMA);
 	set_bit(VISOCK_F_SETTLED, &vsk->flags);
-	visock_link_confirmed(vsk->link);
-	visock_link_diag(vsk->link, &d);
+	visock_vc_confirmed(vsk->vc);
+	visock_vc_diag(vsk->vc, &d);
 	d.vdl_peer_qpn = vsk->peer_qpn;
 	visock_genl_notify_sock(vsk, VISOCK_EVENT_LINK_UP, 0, &d);
 }
@@ -275,7 +275,7 @@ void visock_hs_abort(struct visock_sock *vsk, int err)
 	atomic64_inc(&vn->hs_aborted);
 	trace_visock_hs_result(vsk, -err);
 	set_bit(VISOCK_F_HS_ABORTED, &vsk->flags);
-	visock_hs_drop_link(vsk);
+	visock_hs_drop_vc(vsk);
 	vsk->hs_state = VISOCK_HS_DONE;
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
 	visock_set_mode(vsk, VISOCK_MODE_TCP);
@@ -398,7 +398,7 @@ static u8 visock_hs_peer_reason(u32 reason)
 	}
 }
 
-u8 visock_hs_link_reason(int err)
+u8 visock_hs_vc_reason(int err)
 {
 	switch (err) {
 	case -ENODEV:
@@ -481,15 +481,15 @@ static void visock_hs_lgr_unwait(struct visock_sock *vsk)
 }
 
 /*
- * Join or create our end of the link and describe it in @m.
+ * Join or create our vc (and its QP) and describe it in @m.
  * Return: 0, -EINPROGRESS (client: wait for a QP being set up, see
- * visock_link_create()) or a negative errno.
+ * visock_vc_create()) or a negative errno.
  */
-int visock_hs_make_link(struct visock_sock *vsk, struct visock_hs_msg *m,
-			u8 type, const struct visock_hs_msg *req)
+int visock_hs_make_vc(struct visock_sock *vsk, struct visock_hs_msg *m,
+		      u8 type, const struct visock_hs_msg *req)
 {
 	struct sockaddr_storage local, peer;
-	struct visock_link_params p = {};
+	struct visock_vc_params p = {};
 	int err;
 
 	err = visock_hs_addrs(vsk, &local, &peer);
@@ -501,16 +501,16 @@ int visock_hs_make_link(struct visock_sock *vsk, struct visock_hs_msg *m,
 	p.rbuf_size = visock_hs_ring_size(vsk);
 	p.ack_timeout = READ_ONCE(visock_net(p.net)->ack_timeout);
 	p.req = req;
-	err = visock_link_create(&p, &vsk->link);
+	err = visock_vc_create(&p, &vsk->vc);
 	if (err)
 		return err;
 
-	vsk->local_token = visock_link_token(vsk->link);
+	vsk->local_token = visock_vc_token(vsk->vc);
 	memset(m, 0, sizeof(*m));
 	m->type = type;
 	m->present = VISOCK_HSF(VISOCK_TLV_FEATURES);
 	m->features = 0;
-	visock_link_local_params(vsk->link, m);
+	visock_vc_local_params(vsk->vc, m);
 	return 0;
 }
 
@@ -556,7 +556,7 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 	struct visock_hs_msg m;
 	int err;
 
-	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REQ, NULL);
+	err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REQ, NULL);
 	if (err == -EINPROGRESS &&
 	    time_before(jiffies, vsk->hs_deadline - visock_hs_timeout(vsk) / 2)) {
 		/* Every QP we may have is being set up: wait for one. */
@@ -564,7 +564,7 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 			atomic64_inc(&visock_net(sock_net(&vsk->sk))->lgr_waits);
 			visock_hs_lgr_wait(vsk);
 			/* Look once more: one may have come up meanwhile. */
-			err = visock_hs_make_link(vsk, &m, VISOCK_HS_REQ, NULL);
+			err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REQ, NULL);
 			if (err == -EINPROGRESS)
 				return;
 		} else {
@@ -589,7 +589,7 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 	}
 	if (err) {
 		/* The server waits for our first message: tell it. */
-		visock_hs_decline_fallback(vsk, visock_hs_link_reason(err));
+		visock_hs_decline_fallback(vsk, visock_hs_vc_reason(err));
 		return;
 	}
 	err = visock_hs_send(vsk, &m);
@@ -610,9 +610,9 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 
 	if (rep->type == VISOCK_HS_DECLINE) {
 		/* The server no longer has the QP we named: none of ours. */
-		if (rep->reason == VISOCK_FB_LINK_GONE && vsk->link &&
-		    visock_link_reused(vsk->link))
-			visock_link_peer_forgot(vsk->link);
+		if (rep->reason == VISOCK_FB_LINK_GONE && vsk->vc &&
+		    visock_vc_reused(vsk->vc))
+			visock_vc_peer_forgot(vsk->vc);
 		visock_hs_fallback(vsk, visock_hs_peer_reason(rep->reason));
 		return;
 	}
@@ -622,12 +622,12 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 		return;
 	}
 	visock_hs_note_peer(vsk, rep);
-	err = visock_link_connect(vsk->link, rep);
+	err = visock_vc_connect(vsk->vc, rep);
 	/* The server may write as soon as it has CONFIRM. */
 	if (!err)
 		err = visock_rdma_prepare(vsk);
 	if (err) {
-		visock_hs_decline_fallback(vsk, visock_hs_link_reason(err));
+		visock_hs_decline_fallback(vsk, visock_hs_vc_reason(err));
 		return;
 	}
 	memset(&m, 0, sizeof(m));
@@ -658,14 +658,14 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 		return;
 	}
 	visock_hs_note_peer(vsk, req);
-	err = visock_hs_make_link(vsk, &m, VISOCK_HS_REP, req);
+	err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REP, req);
 	if (!err)
-		err = visock_link_connect(vsk->link, req);
+		err = visock_vc_connect(vsk->vc, req);
 	/* The client may write as soon as it has REP. */
 	if (!err)
 		err = visock_rdma_prepare(vsk);
 	if (err) {
-		visock_hs_decline_fallback(vsk, visock_hs_link_reason(err));
+		visock_hs_decline_fallback(vsk, visock_hs_vc_reason(err));
 		return;
 	}
 	err = visock_hs_send(vsk, &m);
@@ -764,8 +764,8 @@ static void visock_hs_work(struct work_struct *work)
 
 	lock_sock(sk);
 	/*
-	 * Once close() started, its visock_rdma_destroy_link() may free the
-	 * link at any time: a TCP callback can queue us again after
+	 * Once close() started, its visock_rdma_destroy_vc() may free the
+	 * vc at any time: a TCP callback can queue us again after
 	 * visock_hs_cancel() returned.
 	 */
 	if (vsk->tcp && test_bit(VISOCK_F_LAZY, &vsk->flags) &&

@@ -16,14 +16,14 @@ void visock_hs_cancel(struct visock_sock *vsk);
 int visock_decide(struct visock_sock *vsk);
 void visock_decide_child(struct visock_sock *child);
 struct visock_hs_msg;
-int visock_hs_make_link(struct visock_sock *vsk, struct visock_hs_msg *m,
-			u8 type, const struct visock_hs_msg *req);
+int visock_hs_make_vc(struct visock_sock *vsk, struct visock_hs_msg *m,
+		      u8 type, const struct visock_hs_msg *req);
 int visock_hs_send(struct visock_sock *vsk, struct visock_hs_msg *m);
 void visock_hs_abort(struct visock_sock *vsk, int err);
 void visock_hs_success(struct visock_sock *vsk);
 void visock_hs_note_peer(struct visock_sock *vsk,
 			 const struct visock_hs_msg *m);
-u8 visock_hs_link_reason(int err);
+u8 visock_hs_vc_reason(int err);
 int visock_hs_switch_decline(struct visock_sock *vsk,
 			     const struct visock_hs_msg *sw, u32 reason);
 void visock_hs_queue_at(struct visock_sock *vsk, unsigned long when);

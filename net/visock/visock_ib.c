@@ -5,7 +5,7 @@
  * visock registers as an ib_core client and keeps the list of RoCE devices
  * it may use.  Devices come and go at any time (rdma link add/delete,
  * driver unload); the remove callback runs before the device is gone and
- * kills every QP still using it (visock_link_device_removed()) before
+ * kills every QP still using it (visock_lgr_device_removed()) before
  * it returns.
  *
  * The second half creates a link group QP's verbs objects (PD, CQ, RC
@@ -71,7 +71,7 @@ static struct ib_client visock_ib_client = {
 };
 
 /**
- * visock_link_device_removed() - kill every QP of a departing device
+ * visock_lgr_device_removed() - kill every QP of a departing device
  * @vdev: the device, already off visock_ib.c's device list
  *
  * Called by the ib_client remove callback.  Each QP is taken off
@@ -80,7 +80,7 @@ static struct ib_client visock_ib_client = {
  *
  * Context: process context, may sleep; no visock lock held.
  */
-static void visock_link_device_removed(struct visock_ibdev *vdev)
+static void visock_lgr_device_removed(struct visock_ibdev *vdev)
 {
 	struct visock_qp *q;
 
@@ -130,14 +130,14 @@ static void visock_ib_remove(struct ib_device *ibdev, void *data)
 	struct visock_ibdev *vdev = data;
 
 	visock_genl_notify_dev(ibdev, VISOCK_EVENT_DEV_REMOVE);
-	/* From here on no visock_link_create() can find the device. */
+	/* From here on no visock_vc_create() can find the device. */
 	mutex_lock(&visock_ibdevs_lock);
 	list_del(&vdev->list);
 	atomic_dec(&visock_ibdevs_count);
 	mutex_unlock(&visock_ibdevs_lock);
 
-	/* Returns once no link holds a resource of @ibdev any more. */
-	visock_link_device_removed(vdev);
+	/* Returns once no QP holds a resource of @ibdev any more. */
+	visock_lgr_device_removed(vdev);
 
 	pr_info("visock: stopped using RDMA device %s\n",
 		dev_name(&ibdev->dev));
@@ -161,18 +161,18 @@ static bool visock_ib_gid_usable(const struct ib_gid_attr *attr,
 }
 
 /**
- * visock_ib_attach() - find the RoCEv2 GID of a local address, attach a link
+ * visock_ib_attach() - find the RoCEv2 GID of a local address, attach a QP
  * @net: network namespace of the connection
  * @gid: the local IP address as a GID (IPv4-mapped for IPv4)
  * @ndev: the net device in @net that holds the address, referenced by the
  *	caller
- * @link_node: the link's entry for struct visock_ibdev.links
- * @vdevp: the device the link was attached to
+ * @link_node: the QP's entry for struct visock_ibdev.links
+ * @vdevp: the device the QP was attached to
  *
  * Looks for a RoCEv2 GID equal to @gid on @ndev, which must be up and in
- * @net.  On success @link_node is on the device's link list before the
+ * @net.  On success @link_node is on the device's QP list before the
  * device list lock is dropped, so the device's removal cannot miss the
- * link.
+ * QP.
  *
  * Context: process context; takes visock_ibdevs_lock and the device's lock.
  * Return: the GID attribute with a reference the caller must drop with
@@ -232,7 +232,7 @@ unsigned int visock_ib_device_count(void)
  * visock_ib_walk_devices() - call a function for the devices visock uses
  * @pos: number of devices to skip; advanced past every device @fn
  *	accepted
- * @fn: called with the device and its number of links; a non-zero return
+ * @fn: called with the device and its number of QPs; a non-zero return
  *	stops the walk (the device is not counted in @pos)
  * @arg: passed to @fn
  *
@@ -326,7 +326,7 @@ static void visock_qp_event(struct ib_event *ev, void *ctx)
 void visock_qp_fail(struct visock_qp *q, int status)
 {
 	struct visock_rx_ev ev = { .kind = VISOCK_RX_ERR, .status = status };
-	struct visock_link *l;
+	struct visock_vc *l;
 	unsigned long i;
 
 	set_bit(VISOCK_QP_BROKEN, &q->broken);
@@ -352,8 +352,8 @@ static struct sockaddr *visock_sa(union visock_ipaddr *a)
 	return (struct sockaddr *)a;
 }
 
-static int visock_link_addr_to_gid(const struct sockaddr *sa,
-				   union ib_gid *gid, int *ifindex)
+static int visock_qp_addr_to_gid(const struct sockaddr *sa,
+				 union ib_gid *gid, int *ifindex)
 {
 	const struct sockaddr_in6 *sin6;
 	const struct sockaddr_in *sin;
@@ -381,9 +381,9 @@ static int visock_link_addr_to_gid(const struct sockaddr *sa,
  * An IPv4-mapped IPv6 address (AF_INET6 socket talking IPv4) is looked up
  * as the IPv4 address it is.
  */
-static struct net_device *visock_link_find_ndev(struct net *net,
-						const union ib_gid *gid,
-						int ifindex)
+static struct net_device *visock_qp_find_ndev(struct net *net,
+					      const union ib_gid *gid,
+					      int ifindex)
 {
 	struct rdma_dev_addr dev_addr = {};
 	union visock_ipaddr addr;
@@ -419,7 +419,7 @@ static int visock_qp_modify(struct visock_qp *q, struct ib_qp_attr *attr,
 static u64 visock_qp_mem_estimate(const struct visock_qp *q, u32 sq, u32 rq,
 				  u32 cqe)
 {
-	u32 slots = rq + (q->max_conns + 1) * VISOCK_LINK_SQ_DEPTH;
+	u32 slots = rq + (q->max_conns + 1) * VISOCK_VC_SQ_DEPTH;
 
 	return (u64)roundup_pow_of_two(sq) * VISOCK_QP_SWQE_BYTES +
 	       (u64)roundup_pow_of_two(rq) * VISOCK_QP_RWQE_BYTES +
@@ -453,14 +453,14 @@ static int visock_qp_create_verbs(struct visock_qp *q)
 
 	/* One more request each for ib_drain_qp(). */
 	max_wr = da->max_qp_wr > 1 ? da->max_qp_wr - 1 : 0;
-	if (max_wr < VISOCK_QP_SQ_SLACK + VISOCK_LINK_SQ_DEPTH ||
-	    max_wr < VISOCK_QP_RQ_SLACK + VISOCK_LINK_RQ_DEPTH)
+	if (max_wr < VISOCK_QP_SQ_SLACK + VISOCK_VC_SQ_DEPTH ||
+	    max_wr < VISOCK_QP_RQ_SLACK + VISOCK_VC_RQ_DEPTH)
 		return -EOPNOTSUPP;
 	q->max_conns = min3(q->max_conns,
-			    (max_wr - VISOCK_QP_SQ_SLACK) / VISOCK_LINK_SQ_DEPTH,
-			    (max_wr - VISOCK_QP_RQ_SLACK) / VISOCK_LINK_RQ_DEPTH);
-	sq = VISOCK_QP_SQ_SLACK + q->max_conns * VISOCK_LINK_SQ_DEPTH;
-	rq = VISOCK_QP_RQ_SLACK + q->max_conns * VISOCK_LINK_RQ_DEPTH;
+			    (max_wr - VISOCK_QP_SQ_SLACK) / VISOCK_VC_SQ_DEPTH,
+			    (max_wr - VISOCK_QP_RQ_SLACK) / VISOCK_VC_RQ_DEPTH);
+	sq = VISOCK_QP_SQ_SLACK + q->max_conns * VISOCK_VC_SQ_DEPTH;
+	rq = VISOCK_QP_RQ_SLACK + q->max_conns * VISOCK_VC_RQ_DEPTH;
 	q->rq_size = rq;
 	cqe = min_t(u32, sq + rq + 2, da->max_cqe);
 	err = visock_qp_charge(q, visock_qp_mem_estimate(q, sq + 1, rq + 1,
@@ -482,8 +482,8 @@ static int visock_qp_create_verbs(struct visock_qp *q)
 	init.recv_cq = q->cq;
 	init.cap.max_send_wr = sq + 1;
 	init.cap.max_recv_wr = rq + 1;
-	init.cap.max_send_sge = VISOCK_LINK_SEND_SGE;
-	init.cap.max_recv_sge = VISOCK_LINK_RECV_SGE;
+	init.cap.max_send_sge = VISOCK_QP_SEND_SGE;
+	init.cap.max_recv_sge = VISOCK_QP_RECV_SGE;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
 	init.qp_type = IB_QPT_RC;
 	q->ibqp = visock_fault_ptr(VISOCK_FP_QP_CREATE) ?:
@@ -514,7 +514,7 @@ static int visock_qp_create_verbs(struct visock_qp *q)
  */
 static int visock_qp_ctrl_create(struct visock_qp *q)
 {
-	u32 slots = q->rq_size + (q->max_conns + 1) * VISOCK_LINK_SQ_DEPTH;
+	u32 slots = q->rq_size + (q->max_conns + 1) * VISOCK_VC_SQ_DEPTH;
 	unsigned int i;
 
 	lockdep_assert_held(&q->lock);
@@ -575,10 +575,10 @@ int visock_qp_setup(struct visock_qp *q, const struct sockaddr *local)
 	int ifindex, err;
 
 	lockdep_assert_held(&q->lock);
-	err = visock_link_addr_to_gid(local, &gid, &ifindex);
+	err = visock_qp_addr_to_gid(local, &gid, &ifindex);
 	if (err)
 		return err;
-	ndev = visock_link_find_ndev(q->net, &gid, ifindex);
+	ndev = visock_qp_find_ndev(q->net, &gid, ifindex);
 	if (IS_ERR(ndev))
 		return PTR_ERR(ndev);
 	attr = visock_ib_attach(q->net, &gid, ndev, &q->dev_node, &q->vdev);
@@ -642,7 +642,7 @@ static void visock_qp_rbufs_release_dma(struct visock_qp *q,
 void visock_qp_release_verbs(struct visock_qp *q)
 {
 	struct visock_ibdev *vdev = q->vdev;
-	struct visock_link *l;
+	struct visock_vc *l;
 	unsigned int i;
 	bool drain;
 
@@ -667,7 +667,7 @@ void visock_qp_release_verbs(struct visock_qp *q)
 		q->ibqp = NULL;
 	}
 	if (q->ibdev) {
-		list_for_each_entry(l, &q->links, qp_node) {
+		list_for_each_entry(l, &q->vcs, qp_node) {
 			if (l->rbuf)
 				visock_rbuf_release_dma(q, l->rbuf);
 			if (l->sbuf)
@@ -717,7 +717,7 @@ void visock_qp_release_verbs(struct visock_qp *q)
  */
 void visock_qp_kill(struct visock_qp *q, const char *why)
 {
-	struct visock_link *l;
+	struct visock_vc *l;
 
 	mutex_lock(&q->lock);
 	visock_qp_release_verbs(q);
@@ -726,7 +726,7 @@ void visock_qp_kill(struct visock_qp *q, const char *why)
 		WRITE_ONCE(q->dying, true);
 		trace_visock_link_down(q->qpn, q->state == VISOCK_QP_UP, true);
 		net_info_ratelimited("visock: QP %u killed: %s\n", q->qpn, why);
-		list_for_each_entry(l, &q->links, qp_node)
+		list_for_each_entry(l, &q->vcs, qp_node)
 			if (l->dead_cb)
 				l->dead_cb(l->dead_ctx);
 	}
@@ -749,7 +749,7 @@ int visock_sa_to_gid(const struct sockaddr *sa, union ib_gid *gid)
 {
 	int ifindex;
 
-	return visock_link_addr_to_gid(sa, gid, &ifindex);
+	return visock_qp_addr_to_gid(sa, gid, &ifindex);
 }
 
 struct visock_resolve {
@@ -789,11 +789,11 @@ static int visock_qp_resolve(struct visock_qp *q, const union ib_gid *dgid,
 	init_completion(&r.done);
 	r.status = 0;
 	err = rdma_resolve_ip(visock_sa(&src), visock_sa(&dst), &dev_addr,
-			      VISOCK_LINK_RESOLVE_MS, visock_qp_resolved,
+			      VISOCK_QP_RESOLVE_MS, visock_qp_resolved,
 			      true, &r);
 	if (err)
 		return err;
-	/* ib_core calls back within VISOCK_LINK_RESOLVE_MS in any case. */
+	/* ib_core calls back within VISOCK_QP_RESOLVE_MS in any case. */
 	wait_for_completion(&r.done);
 	if (r.status)
 		return r.status;
@@ -802,7 +802,7 @@ static int visock_qp_resolve(struct visock_qp *q, const union ib_gid *dgid,
 	if (dev_addr.hoplimit > 0 && dev_addr.hoplimit <= 255)
 		*hop_limit = dev_addr.hoplimit;
 	else
-		*hop_limit = VISOCK_LINK_HOP_LIMIT;
+		*hop_limit = VISOCK_QP_HOP_LIMIT;
 	return 0;
 }
 
@@ -826,7 +826,7 @@ static int visock_qp_to_rtr(struct visock_qp *q,
 	attr.dest_qp_num = peer->qpn;
 	attr.rq_psn = peer->psn;
 	attr.max_dest_rd_atomic = 1;
-	attr.min_rnr_timer = VISOCK_LINK_MIN_RNR;
+	attr.min_rnr_timer = VISOCK_QP_MIN_RNR;
 
 	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 	rdma_ah_set_port_num(&attr.ah_attr, q->port);
@@ -852,8 +852,8 @@ static int visock_qp_to_rts(struct visock_qp *q)
 	attr.qp_state = IB_QPS_RTS;
 	attr.sq_psn = q->psn;
 	attr.timeout = q->ack_timeout;
-	attr.retry_cnt = VISOCK_LINK_RETRY;
-	attr.rnr_retry = VISOCK_LINK_RNR_RETRY;
+	attr.retry_cnt = VISOCK_QP_RETRY;
+	attr.rnr_retry = VISOCK_QP_RNR_RETRY;
 	attr.max_rd_atomic = 1;
 	err = visock_fault(VISOCK_FP_QP_RTS);
 	if (err)

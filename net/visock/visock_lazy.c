@@ -55,7 +55,7 @@
 #include "visock_handshake.h"
 #include "visock_lazy.h"
 #include "visock_tcp.h"
-#include "visock_link.h"
+#include "visock_vc.h"
 #include "visock_rdma.h"
 #include "visock_debugfs.h"
 
@@ -180,20 +180,20 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 
 	if (sk_stream_wspace(vsk->tcp->sk) < VISOCK_HS_MAX_LEN)
 		return -EAGAIN;
-	err = visock_hs_make_link(vsk, &m, VISOCK_HS_SWITCH, NULL);
+	err = visock_hs_make_vc(vsk, &m, VISOCK_HS_SWITCH, NULL);
 	/* Only onto a QP that is up: a new one would need the handshake. */
-	if (!err && !visock_link_reused(vsk->link))
+	if (!err && !visock_vc_reused(vsk->vc))
 		err = -ENOLINK;
 	/* The server writes as soon as it answers. */
 	if (!err)
-		err = visock_link_register_rx(vsk->link);
+		err = visock_vc_register_rx(vsk->vc);
 	if (!err)
 		err = visock_rdma_prepare(vsk);
 	if (err) {
 		/* The SWITCH was not sent: nobody writes to the ring. */
-		if (vsk->link)
-			visock_link_peer_quiet(vsk->link);
-		visock_rdma_destroy_link(vsk);
+		if (vsk->vc)
+			visock_vc_peer_quiet(vsk->vc);
+		visock_rdma_destroy_vc(vsk);
 		/*
 		 * The server expects a message at byte L: a DECLINE in
 		 * place of the SWITCH keeps both ends on TCP.
@@ -201,7 +201,7 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 		memset(&m, 0, sizeof(m));
 		m.type = VISOCK_HS_DECLINE;
 		m.present = VISOCK_HSF(VISOCK_TLV_REASON);
-		m.reason = visock_hs_link_reason(err);
+		m.reason = visock_hs_vc_reason(err);
 		err = visock_hs_send(vsk, &m);
 		if (err) {
 			visock_lazy_fail(vsk, -err);
@@ -321,8 +321,8 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 	}
 	if (!(r.flags & VISOCK_SWREP_F_ACCEPT)) {
 		/* Nothing of ours is on the server's QP end: drop ours. */
-		visock_link_peer_quiet(vsk->link);
-		visock_rdma_destroy_link(vsk);
+		visock_vc_peer_quiet(vsk->vc);
+		visock_rdma_destroy_vc(vsk);
 		visock_lazy_declined(vsk);
 		return;
 	}
@@ -335,21 +335,21 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 	}
 	m.type = VISOCK_HS_REP;
 	m.version = VISOCK_HS_VERSION;
-	visock_link_peer_params(vsk->link, &m);
+	visock_vc_peer_params(vsk->vc, &m);
 	m.rbuf_addr = r.rbuf_addr;
 	m.rbuf_rkey = r.rbuf_rkey;
 	m.rbuf_size = visock_sizeclass_bytes(r.rbuf_class);
 	m.token = r.rtoken;
 	m.present |= VISOCK_HSF(VISOCK_TLV_RBUF) | VISOCK_HSF(VISOCK_TLV_TOKEN);
 	visock_hs_note_peer(vsk, &m);
-	if (visock_link_connect(vsk->link, &m)) {
+	if (visock_vc_connect(vsk->vc, &m)) {
 		/* The server writes already: we cannot take it. */
 		visock_lazy_fail(vsk, ECONNRESET);
 		return;
 	}
 	spin_lock_bh(&dp->lock);
-	dp->tx_size = visock_link_peer_rbuf_size(vsk->link);
-	dp->sbuf = visock_link_sbuf(vsk->link);
+	dp->tx_size = visock_vc_peer_rbuf_size(vsk->vc);
+	dp->sbuf = visock_vc_sbuf(vsk->vc);
 	dp->peer_token = vsk->peer_token;
 	dp->sw_pending = false;
 	visock_tx_push_locked(dp, &wake);
@@ -425,19 +425,19 @@ static void visock_lazy_srv_switch(struct visock_sock *vsk)
 	/* A server that shut its sending side has nothing to switch. */
 	err = vsk->tcp->sk->sk_shutdown & SEND_SHUTDOWN ? -ESHUTDOWN : 0;
 	if (!err)
-		err = visock_hs_make_link(vsk, &m, VISOCK_HS_REP, &sw);
+		err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REP, &sw);
 	if (!err)
-		err = visock_link_connect(vsk->link, &sw);
+		err = visock_vc_connect(vsk->vc, &sw);
 	if (!err)
 		err = visock_rdma_prepare(vsk);
 	if (!err)
 		err = visock_lazy_send_reply(vsk, &sw, &m);
 	if (err) {
-		visock_rdma_destroy_link(vsk);
+		visock_rdma_destroy_vc(vsk);
 		if (visock_hs_switch_decline(vsk, &sw,
 					     err == -ESHUTDOWN ?
 					     VISOCK_FB_PEER_DECLINE :
-					     visock_hs_link_reason(err))) {
+					     visock_hs_vc_reason(err))) {
 			/* The client cannot learn it: it times out too. */
 			visock_lazy_fail(vsk, ECONNRESET);
 			return;

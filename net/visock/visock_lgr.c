@@ -23,17 +23,17 @@
  * net.visock.lgr_mem_max_mb together with the rings: a peer that makes
  * us create QPs and then lets them die cannot pile them up.
  *
- * struct visock_link is one connection's share of a QP: a token (slot
+ * struct visock_vc is one connection's share of a QP: a token (slot
  * index plus random bits) the peer puts in its messages, a receive ring
  * and a send buffer from the QP's pool, the peer's ring, and the data
  * path's receive callback and dead callback.  The data path (visock_cdc.c,
- * visock_tx.c, visock_rx.c) only sees struct visock_link.
+ * visock_tx.c, visock_rx.c) only sees struct visock_vc.
  *
  * Receive completions are dispatched by the QP: the immediate data of a
  * WRITE WITH IMMEDIATE and the token of a cursor message name the
  * connection; unknown and stale ones are dropped and counted.  Send
  * completions go straight to the data path's handlers, which end with
- * visock_link_wc_done() so that a connection is only freed once none of
+ * visock_vc_wc_done() so that a connection is only freed once none of
  * its work requests is outstanding.
  *
  * Lifetime
@@ -69,7 +69,7 @@
  *   visock_ib.c    devices; a QP's verbs objects and state changes
  *   visock_wr.c    work requests: posting, receive dispatch
  *   visock_llc.c   link messages: delete link, keepalive, switch decline
- *   visock_link.c  a connection's share of a QP
+ *   visock_vc.c  a connection's share of a QP
  *   visock_rbuf.c  registered rings
  *
  * Locks, outermost first
@@ -154,7 +154,7 @@ static void visock_qp_free(struct kref *ref)
 	struct visock_net *vn = visock_net(q->net);
 	unsigned int i;
 
-	WARN_ON_ONCE(q->ibqp || q->listed || !list_empty(&q->links));
+	WARN_ON_ONCE(q->ibqp || q->listed || !list_empty(&q->vcs));
 	spin_lock_bh(&vn->qp_all_lock);
 	list_del(&q->all_node);
 	spin_unlock_bh(&vn->qp_all_lock);
@@ -407,7 +407,7 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 	INIT_LIST_HEAD(&q->dev_node);
 	INIT_LIST_HEAD(&q->net_node);
 	INIT_LIST_HEAD(&q->all_node);
-	INIT_LIST_HEAD(&q->links);
+	INIT_LIST_HEAD(&q->vcs);
 	INIT_LIST_HEAD(&q->pool);
 	INIT_LIST_HEAD(&q->quarantine);
 	INIT_DELAYED_WORK(&q->idle_work, visock_qp_idle_work);
@@ -481,7 +481,7 @@ bool visock_lgr_peer_up(struct net *net, const struct sockaddr *peer,
  * gone), -EBADMSG (server: the GID in the client's message is not the
  * address of its TCP connection) or -ENOMEM.
  */
-struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
+struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 				  const union ib_gid *gid,
 				  const union ib_gid *peer_addr, bool *created)
 {
@@ -588,7 +588,7 @@ void visock_lgr_unpick(struct visock_qp *q, bool put)
 
 /*
  * A ring of @size bytes for direction @dir: a registered one from the
- * pool, else a new one (registered later by visock_link_connect()).
+ * pool, else a new one (registered later by visock_vc_connect()).
  * Context: process context, under the QP's lock.
  */
 int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
@@ -668,8 +668,8 @@ void visock_qp_put_rbuf(struct visock_qp *q, struct visock_rbuf *rb,
 /* ------------------------------------------------------------------ */
 
 /**
- * visock_link_peer_forgot() - the peer does not know the QP we named
- * @l: the client's link that joined an existing QP
+ * visock_vc_peer_forgot() - the peer does not know the QP we named
+ * @l: the client's vc that joined an existing QP
  *
  * The server declined with VISOCK_FB_LINK_GONE: it restarted, lost its
  * device or ended the QP.  It has most likely lost every QP of the
@@ -678,7 +678,7 @@ void visock_qp_put_rbuf(struct visock_qp *q, struct visock_rbuf *rb,
  *
  * Context: process context.
  */
-void visock_link_peer_forgot(struct visock_link *l)
+void visock_vc_peer_forgot(struct visock_vc *l)
 {
 	struct visock_qp *q = l->qp, *o;
 	struct visock_net *vn = visock_net(q->net);
@@ -699,9 +699,9 @@ void visock_link_peer_forgot(struct visock_link *l)
  * the reap work give the ring and the token index back.  Softirq, under
  * the token table's lock.
  */
-void visock_link_linger_rx(void *ctx, const struct visock_rx_ev *ev)
+void visock_vc_linger_rx(void *ctx, const struct visock_rx_ev *ev)
 {
-	struct visock_link *l = ctx;
+	struct visock_vc *l = ctx;
 	struct visock_qp *q = l->qp;
 	struct visock_cdc m;
 
@@ -724,12 +724,12 @@ void visock_link_linger_rx(void *ctx, const struct visock_rx_ev *ev)
 void visock_qp_reap(struct visock_qp *q, bool all)
 {
 	struct visock_net *vn = visock_net(q->net);
-	struct visock_link *l, *tmp;
+	struct visock_vc *l, *tmp;
 	unsigned int n = 0;
 	LIST_HEAD(gone);
 
 	mutex_lock(&q->lock);
-	list_for_each_entry_safe(l, tmp, &q->links, qp_node) {
+	list_for_each_entry_safe(l, tmp, &q->vcs, qp_node) {
 		if (!l->lingering || !(all || READ_ONCE(l->peer_quiet)))
 			continue;
 		/* No receive callback runs once it is out of the table. */

@@ -2,10 +2,10 @@
 /*
  * visock: link groups (visock_lgr.c) and the queue pair they are made
  * of, struct visock_qp, with the structures that hang off it: a
- * connection's share (struct visock_link, visock_link.c).  The QP's
+ * connection's share (struct visock_vc, visock_vc.c).  The QP's
  * verbs are in visock_ib.h, its work requests in visock_wr.h, its link
  * messages in visock_llc.h, its rings in visock_rbuf.h.  The data path
- * only sees visock_link.h.  Lifetime and locking rules are at the top of
+ * only sees visock_vc.h.  Lifetime and locking rules are at the top of
  * visock_lgr.c.
  */
 #ifndef _NET_VISOCK_LGR_H
@@ -23,11 +23,11 @@
 
 #include "visock.h"
 #include "visock_ib.h"
-#include "visock_link.h"
+#include "visock_vc.h"
 #include "visock_rbuf.h"
 
-#define VISOCK_LINK_SEND_SGE	2
-#define VISOCK_LINK_RECV_SGE	1
+#define VISOCK_QP_SEND_SGE	2
+#define VISOCK_QP_RECV_SGE	1
 
 /*
  * Receive requests beyond the connections' credits; send requests for
@@ -48,21 +48,21 @@
 #define VISOCK_QP_CQE_BYTES	96
 
 /* RC transport parameters (IBTA encodings). */
-#define VISOCK_LINK_MIN_RNR	12	/* 0.64 ms */
+#define VISOCK_QP_MIN_RNR	12	/* 0.64 ms */
 /* Not 7: Soft-RoCE treats 7 as infinite, and a dead peer must show. */
-#define VISOCK_LINK_RETRY	6
-#define VISOCK_LINK_RNR_RETRY	7	/* infinite */
-#define VISOCK_LINK_HOP_LIMIT	64	/* if the route does not tell */
+#define VISOCK_QP_RETRY	6
+#define VISOCK_QP_RNR_RETRY	7	/* infinite */
+#define VISOCK_QP_HOP_LIMIT	64	/* if the route does not tell */
 
 /* How long to wait for registrations, ARP/ND and the link message. */
-#define VISOCK_LINK_REG_TIMEOUT	(5 * HZ)
-#define VISOCK_LINK_RESOLVE_MS	2000
+#define VISOCK_VC_REG_TIMEOUT	(5 * HZ)
+#define VISOCK_QP_RESOLVE_MS	2000
 #define VISOCK_LINK_MSG_TIMEOUT	HZ
 /*
  * How long a connection that ends waits for its outstanding requests
  * before the QP is declared stuck and killed (which flushes them).
  */
-#define VISOCK_LINK_DETACH_TIMEOUT	(10 * HZ)
+#define VISOCK_VC_DETACH_TIMEOUT	(10 * HZ)
 /*
  * How long an idle QP waits for the peer's closed flags of connections
  * that linger on it, and how often it looks.
@@ -70,9 +70,9 @@
 #define VISOCK_LINGER_MAX	(30 * HZ)
 #define VISOCK_LINGER_CHECK	(HZ / 4)
 
-#define VISOCK_SLOTS_PER_PAGE	(PAGE_SIZE / VISOCK_LINK_CTRL_SLOT)
+#define VISOCK_SLOTS_PER_PAGE	(PAGE_SIZE / VISOCK_QP_CTRL_SLOT)
 
-#define VISOCK_LINK_PEER_NEED	(VISOCK_HSF(VISOCK_TLV_GID) | \
+#define VISOCK_VC_PEER_NEED	(VISOCK_HSF(VISOCK_TLV_GID) | \
 				 VISOCK_HSF(VISOCK_TLV_QPN) | \
 				 VISOCK_HSF(VISOCK_TLV_PSN) | \
 				 VISOCK_HSF(VISOCK_TLV_MTU) | \
@@ -147,9 +147,9 @@ struct visock_qp_rx {
  *	ours need not tell it (written in softirq, read locklessly)
  * @nconns: connections attached or being attached (under lgr_lock)
  * @max_conns: connections it may take
- * @links: attached connections (struct visock_link.qp_node)
+ * @vcs: attached connections (struct visock_vc.qp_node)
  * @idle_work: destroys the QP once idle (see "Lifetime")
- * @nlinger: connections lingering on the QP (see visock_link_destroy())
+ * @nlinger: connections lingering on the QP (see visock_vc_destroy())
  * @linger_last: jiffies when the last of them started to linger
  * @reap_work: frees lingering connections whose peer went quiet
  * @peer_addr: the peer's TCP address as a GID (IPv4-mapped)
@@ -171,7 +171,7 @@ struct visock_qp_rx {
  * @rq_size: receive slots (and receive requests at most)
  * @rq_posted: receive requests handed to the QP so far
  * @ctrl_npages: pages of cursor message slots: @rq_size receive slots,
- *	then VISOCK_LINK_SQ_DEPTH send slots per token index
+ *	then VISOCK_VC_SQ_DEPTH send slots per token index
  * @ctrl_pages: those pages
  * @ctrl_dma: their DMA addresses
  * @ctrl_mapped: mapped (a verbs resource: a kill unmaps them)
@@ -192,7 +192,7 @@ struct visock_qp_rx {
  *	outside @lock
  * @sw_cqe: completion handler of a switch decline
  * @sw_done: completed by it
- * @conns: token index -> struct visock_link, or a value entry for a
+ * @conns: token index -> struct visock_vc, or a value entry for a
  *	reserved index; its lock is held while a receive is dispatched
  * @next_idx: cyclic allocation hint for @conns
  * @post_lock: protects @can_post and @posted; innermost, BH-safe
@@ -207,7 +207,7 @@ struct visock_qp_rx {
  */
 struct visock_qp {
 	struct kref ref;
-	/* Protects state, verbs objects, pool, links; see the top. */
+	/* Protects state, verbs objects, pool, vcs; see the top. */
 	struct mutex lock;
 	enum visock_qp_state state;
 	bool dead;
@@ -223,7 +223,7 @@ struct visock_qp {
 	bool peer_deleted;
 	unsigned int nconns;
 	unsigned int max_conns;
-	struct list_head links;
+	struct list_head vcs;
 	struct delayed_work idle_work;
 	atomic_t nlinger;
 	unsigned long linger_last;
@@ -286,22 +286,22 @@ struct visock_qp {
 };
 
 /**
- * struct visock_link - one connection's share of a QP
+ * struct visock_vc - one connection's share of a QP
  * @qp: the QP, referenced
  * @qp_node: entry in @qp's connection list, under the QP's lock
  * @idx: token index (slot in @qp's token table)
  * @token: the token the peer puts in its messages
  * @peer_token: the token the peer gave for this connection (in its REQ
- *	or REP), 0 until visock_link_connect() accepted it; under the QP's
+ *	or REP), 0 until visock_vc_connect() accepted it; under the QP's
  *	lock
  * @created_qp: this connection created @qp and connects it
- * @connected: visock_link_connect() succeeded
+ * @connected: visock_vc_connect() succeeded
  * @peer_quiet: the peer will not write to our ring any more
  * @lingering: the owner is gone, the peer not quiet yet: the receive ring
- *	and the token index stay reserved (see visock_link_destroy())
+ *	and the token index stay reserved (see visock_vc_destroy())
  * @announced: the receive ring was registered for the peer before the
- *	link connected (visock_link_register_rx()): the peer may write to
- *	it even if the link never connects; under the QP's lock
+ *	vc connected (visock_vc_register_rx()): the peer may write to
+ *	it even if the vc never connects; under the QP's lock
  * @lgr_id: LINK TLV value to send: the peer's QP number when joining an
  *	existing QP, 0 for a new one
  * @dead_cb: called once when the QP dies (under the QP's lock)
@@ -317,7 +317,7 @@ struct visock_qp {
  * @reg_status: work completion status of a failed registration
  * @reg_left: registrations not completed yet
  */
-struct visock_link {
+struct visock_vc {
 	struct visock_qp *qp;
 	struct list_head qp_node;
 	u32 idx;
@@ -331,7 +331,7 @@ struct visock_link {
 	u32 lgr_id;
 	void (*dead_cb)(void *ctx);
 	void *dead_ctx;
-	visock_link_rx_fn rx_fn;
+	visock_vc_rx_fn rx_fn;
 	void *rx_ctx;
 	struct visock_rbuf *rbuf;
 	struct visock_rbuf *sbuf;
@@ -347,23 +347,23 @@ struct visock_link {
 /* Cursor message slots                                                */
 /* ------------------------------------------------------------------ */
 
-/* Slot @n: receive slots first, then VISOCK_LINK_SQ_DEPTH per index. */
+/* Slot @n: receive slots first, then VISOCK_VC_SQ_DEPTH per index. */
 static inline void *visock_qp_slot(const struct visock_qp *q, u32 n)
 {
 	return page_address(q->ctrl_pages[n / VISOCK_SLOTS_PER_PAGE]) +
-	       (n % VISOCK_SLOTS_PER_PAGE) * VISOCK_LINK_CTRL_SLOT;
+	       (n % VISOCK_SLOTS_PER_PAGE) * VISOCK_QP_CTRL_SLOT;
 }
 
 static inline u64 visock_qp_slot_dma(const struct visock_qp *q, u32 n)
 {
 	return q->ctrl_dma[n / VISOCK_SLOTS_PER_PAGE] +
-	       (n % VISOCK_SLOTS_PER_PAGE) * VISOCK_LINK_CTRL_SLOT;
+	       (n % VISOCK_SLOTS_PER_PAGE) * VISOCK_QP_CTRL_SLOT;
 }
 
 static inline u32 visock_qp_tx_slot(const struct visock_qp *q, u32 idx,
 				    unsigned int n)
 {
-	return q->rq_size + idx * VISOCK_LINK_SQ_DEPTH + n;
+	return q->rq_size + idx * VISOCK_VC_SQ_DEPTH + n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -387,10 +387,10 @@ struct visock_qp *visock_lgr_switch_qp(struct net *net,
 void visock_qp_queue_idle(struct visock_qp *q, unsigned long delay);
 int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
 		       enum dma_data_direction dir, struct visock_rbuf **out);
-struct visock_qp *visock_lgr_pick(const struct visock_link_params *p,
+struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 				  const union ib_gid *gid,
 				  const union ib_gid *peer_addr, bool *created);
-void visock_link_linger_rx(void *ctx, const struct visock_rx_ev *ev);
+void visock_vc_linger_rx(void *ctx, const struct visock_rx_ev *ev);
 void visock_qp_put_rbuf(struct visock_qp *q, struct visock_rbuf *rb,
 			bool reusable);
 

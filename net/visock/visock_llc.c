@@ -99,7 +99,7 @@ static int visock_qp_post_link_msg(struct visock_qp *q, u8 code,
 
 	lockdep_assert_held(&q->lock);
 	visock_link_msg_encode(code, visock_qp_slot(q, n),
-			       VISOCK_LINK_CTRL_SLOT);
+			       VISOCK_QP_CTRL_SLOT);
 	return visock_wr_post_slot(q, NULL, n, VISOCK_CDC_LEN, cqe,
 				   VISOCK_FP_NR);
 }
@@ -152,7 +152,7 @@ int visock_lgr_switch_decline(struct net *net, const struct sockaddr *local,
 	}
 	n = visock_qp_tx_slot(q, 0, 2);
 	err = visock_swrep_encode(&r, visock_qp_slot(q, n),
-				  VISOCK_LINK_CTRL_SLOT);
+				  VISOCK_QP_CTRL_SLOT);
 	if (err < 0) {
 		mutex_unlock(&q->lock);
 		goto out;

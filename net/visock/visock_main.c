@@ -21,7 +21,7 @@
 #include "visock_genl.h"
 #include "visock_ib.h"
 #include "visock_inet.h"
-#include "visock_link.h"
+#include "visock_vc.h"
 #include "visock_lgr.h"
 #include "visock_nf.h"
 #include "visock_policy.h"

@@ -13,7 +13,7 @@
  * this host connects to, and a server cannot refuse an announcement
  * without also hiding itself from allowed clients.
  *
- * The rules live in one array per namespace (struct visock_pol_table),
+ * The rules live in one array per namespace (struct visock_policy_table),
  * replaced as a whole on every change (copy, modify, publish with RCU,
  * free the old one after a grace period).  Lookups on connect() take no
  * lock but rcu_read_lock(); changes are rare and go through netlink
@@ -35,24 +35,24 @@
 #include "visock_policy.h"
 
 /**
- * struct visock_pol_table - the rules of a namespace, read under RCU
+ * struct visock_policy_table - the rules of a namespace, read under RCU
  * @rcu: frees the table after the grace period following its replacement
  * @gen: incremented by every change; lets a dump notice one
  * @n: number of @rules
  * @dflt: action when no rule matches
  * @rules: the rules, tried in order
  */
-struct visock_pol_table {
+struct visock_policy_table {
 	struct rcu_head rcu;
 	unsigned int gen;
 	unsigned int n;
 	u8 dflt;
-	struct visock_pol_rule rules[];
+	struct visock_policy_rule rules[];
 };
 
-static struct visock_pol_table *visock_pol_alloc(unsigned int n)
+static struct visock_policy_table *visock_policy_alloc(unsigned int n)
 {
-	struct visock_pol_table *t;
+	struct visock_policy_table *t;
 
 	return kzalloc(struct_size(t, rules, n), GFP_KERNEL);
 }
@@ -69,7 +69,7 @@ static struct visock_pol_table *visock_pol_alloc(unsigned int n)
 int visock_policy_net_init(struct net *net)
 {
 	struct visock_net *vn = visock_net(net);
-	struct visock_pol_table *t = visock_pol_alloc(0);
+	struct visock_policy_table *t = visock_policy_alloc(0);
 
 	if (!t)
 		return -ENOMEM;
@@ -91,7 +91,7 @@ int visock_policy_net_init(struct net *net)
 void visock_policy_net_exit(struct net *net)
 {
 	struct visock_net *vn = visock_net(net);
-	struct visock_pol_table *t;
+	struct visock_policy_table *t;
 
 	t = rcu_replace_pointer(vn->policy, NULL, true);
 	kfree_rcu(t, rcu);
@@ -117,32 +117,33 @@ bool visock_policy_denies(struct net *net, const struct sockaddr *addr,
 {
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)addr;
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
-	const struct visock_pol_table *t;
-	struct visock_pol_dst dst;
+	const struct visock_policy_table *t;
+	struct visock_policy_dst dst;
 	u8 action;
 
 	if (len < (int)sizeof(sa_family_t))
 		return false;
 	if (addr->sa_family == AF_INET && len >= (int)sizeof(*sin))
-		visock_pol_dst_init(&dst, AF_INET, &sin->sin_addr.s_addr,
-				    ntohs(sin->sin_port));
+		visock_policy_dst_init(&dst, AF_INET, &sin->sin_addr.s_addr,
+				       ntohs(sin->sin_port));
 	else if (addr->sa_family == AF_INET6 &&
 		 len >= (int)offsetofend(struct sockaddr_in6, sin6_addr))
-		visock_pol_dst_init(&dst, AF_INET6, sin6->sin6_addr.s6_addr32,
-				    ntohs(sin6->sin6_port));
+		visock_policy_dst_init(&dst, AF_INET6,
+				       sin6->sin6_addr.s6_addr32,
+				       ntohs(sin6->sin6_port));
 	else
 		return false;
 
 	rcu_read_lock();
 	t = rcu_dereference(visock_net(net)->policy);
-	action = t ? visock_pol_lookup(t->rules, t->n, t->dflt, &dst) :
+	action = t ? visock_policy_lookup(t->rules, t->n, t->dflt, &dst) :
 		     VISOCK_POLICY_ALLOW;
 	rcu_read_unlock();
 	return action == VISOCK_POLICY_DENY;
 }
 
 /* The current table; only with pol_lock held. */
-static struct visock_pol_table *visock_pol_locked(struct visock_net *vn)
+static struct visock_policy_table *visock_policy_locked(struct visock_net *vn)
 {
 	lockdep_assert_held(&vn->pol_lock);
 	return rcu_dereference_protected(vn->policy,
@@ -150,7 +151,7 @@ static struct visock_pol_table *visock_pol_locked(struct visock_net *vn)
 }
 
 /**
- * visock_pol_replace() - publish a modified copy of the current table
+ * visock_policy_replace() - publish a modified copy of the current table
  * @vn: the namespace, pol_lock held
  * @pos: where the copy differs: @ins goes there, @skip rules go away
  * @ins: rule to insert at @pos, or NULL
@@ -163,16 +164,16 @@ static struct visock_pol_table *visock_pol_locked(struct visock_net *vn)
  * Context: process context, pol_lock held.
  * Return: 0 or -ENOMEM (nothing changed).
  */
-static int visock_pol_replace(struct visock_net *vn, unsigned int pos,
-			      const struct visock_pol_rule *ins,
-			      unsigned int skip, u8 dflt)
+static int visock_policy_replace(struct visock_net *vn, unsigned int pos,
+				 const struct visock_policy_rule *ins,
+				 unsigned int skip, u8 dflt)
 {
-	struct visock_pol_table *old, *t;
+	struct visock_policy_table *old, *t;
 	size_t sz = sizeof(old->rules[0]);
 
 	lockdep_assert_held(&vn->pol_lock);
-	old = visock_pol_locked(vn);
-	t = visock_pol_alloc(old->n + !!ins - skip);
+	old = visock_policy_locked(vn);
+	t = visock_policy_alloc(old->n + !!ins - skip);
 	if (!t)
 		return -ENOMEM;
 	t->n = old->n + !!ins - skip;
@@ -197,7 +198,7 @@ static int visock_pol_replace(struct visock_net *vn, unsigned int pos,
  */
 u8 visock_policy_get_default(struct net *net)
 {
-	const struct visock_pol_table *t;
+	const struct visock_policy_table *t;
 	u8 dflt;
 
 	rcu_read_lock();
@@ -218,14 +219,14 @@ u8 visock_policy_get_default(struct net *net)
 int visock_policy_set_default(struct net *net, u8 dflt)
 {
 	struct visock_net *vn = visock_net(net);
-	struct visock_pol_table *old;
+	struct visock_policy_table *old;
 	int err = 0;
 
 	/* pol_lock: one change of the table at a time. */
 	mutex_lock(&vn->pol_lock);
-	old = visock_pol_locked(vn);
+	old = visock_policy_locked(vn);
 	if (old->dflt != dflt)
-		err = visock_pol_replace(vn, old->n, NULL, 0, dflt);
+		err = visock_policy_replace(vn, old->n, NULL, 0, dflt);
 	mutex_unlock(&vn->pol_lock);
 	return err;
 }
@@ -247,7 +248,7 @@ const struct nla_policy visock_rule_nl_policy[VISOCK_RULE_A_MAX + 1] = {
  * Parse the VISOCK_A_RULE of @info into @tb (validated by the family
  * policy already, again here for the nested attributes).
  */
-static int visock_pol_nl_attrs(struct genl_info *info, struct nlattr **tb)
+static int visock_policy_nl_attrs(struct genl_info *info, struct nlattr **tb)
 {
 	if (!info->attrs[VISOCK_A_RULE]) {
 		GENL_SET_ERR_MSG(info, "no rule given");
@@ -259,8 +260,8 @@ static int visock_pol_nl_attrs(struct genl_info *info, struct nlattr **tb)
 }
 
 /* A rule from its attributes; -EINVAL with an extack message if bad. */
-static int visock_pol_nl_rule(struct genl_info *info, struct nlattr **tb,
-			      struct visock_pol_rule *r)
+static int visock_policy_nl_rule(struct genl_info *info, struct nlattr **tb,
+				 struct visock_policy_rule *r)
 {
 	const char *why = NULL;
 	unsigned int max = 0;
@@ -299,7 +300,7 @@ static int visock_pol_nl_rule(struct genl_info *info, struct nlattr **tb,
 	}
 	if (tb[VISOCK_RULE_A_PORT_MAX])
 		r->port_max = nla_get_u16(tb[VISOCK_RULE_A_PORT_MAX]);
-	if (visock_pol_rule_check(r, &why)) {
+	if (visock_policy_rule_check(r, &why)) {
 		/* A string literal of visock_policy_match.c. */
 		if (info->extack)
 			info->extack->_msg = why;
@@ -323,20 +324,20 @@ int visock_policy_nl_add(struct sk_buff *skb, struct genl_info *info)
 {
 	struct visock_net *vn = visock_net(genl_info_net(info));
 	struct nlattr *tb[VISOCK_RULE_A_MAX + 1];
-	struct visock_pol_table *old;
-	struct visock_pol_rule r;
+	struct visock_policy_table *old;
+	struct visock_policy_rule r;
 	unsigned int i, pos;
 	int err;
 
-	err = visock_pol_nl_attrs(info, tb);
+	err = visock_policy_nl_attrs(info, tb);
 	if (!err)
-		err = visock_pol_nl_rule(info, tb, &r);
+		err = visock_policy_nl_rule(info, tb, &r);
 	if (err)
 		return err;
 
 	/* pol_lock: one change of the table at a time. */
 	mutex_lock(&vn->pol_lock);
-	old = visock_pol_locked(vn);
+	old = visock_policy_locked(vn);
 	pos = tb[VISOCK_RULE_A_INDEX] ?
 	      nla_get_u32(tb[VISOCK_RULE_A_INDEX]) : old->n;
 	err = -EINVAL;
@@ -351,12 +352,12 @@ int visock_policy_nl_add(struct sk_buff *skb, struct genl_info *info)
 	}
 	err = -EEXIST;
 	for (i = 0; i < old->n; i++) {
-		if (visock_pol_rule_equal(&old->rules[i], &r)) {
+		if (visock_policy_rule_equal(&old->rules[i], &r)) {
 			GENL_SET_ERR_MSG(info, "the same rule exists");
 			goto out;
 		}
 	}
-	err = visock_pol_replace(vn, pos, &r, 0, old->dflt);
+	err = visock_policy_replace(vn, pos, &r, 0, old->dflt);
 out:
 	mutex_unlock(&vn->pol_lock);
 	return err;
@@ -375,30 +376,30 @@ int visock_policy_nl_del(struct sk_buff *skb, struct genl_info *info)
 {
 	struct visock_net *vn = visock_net(genl_info_net(info));
 	struct nlattr *tb[VISOCK_RULE_A_MAX + 1];
-	struct visock_pol_table *old;
-	struct visock_pol_rule r;
+	struct visock_policy_table *old;
+	struct visock_policy_rule r;
 	bool by_index;
 	unsigned int pos;
 	int err;
 
-	err = visock_pol_nl_attrs(info, tb);
+	err = visock_policy_nl_attrs(info, tb);
 	if (err)
 		return err;
 	by_index = tb[VISOCK_RULE_A_INDEX] && !tb[VISOCK_RULE_A_ACTION];
 	if (!by_index) {
-		err = visock_pol_nl_rule(info, tb, &r);
+		err = visock_policy_nl_rule(info, tb, &r);
 		if (err)
 			return err;
 	}
 
 	/* pol_lock: one change of the table at a time. */
 	mutex_lock(&vn->pol_lock);
-	old = visock_pol_locked(vn);
+	old = visock_policy_locked(vn);
 	if (by_index) {
 		pos = nla_get_u32(tb[VISOCK_RULE_A_INDEX]);
 	} else {
 		for (pos = 0; pos < old->n; pos++)
-			if (visock_pol_rule_equal(&old->rules[pos], &r))
+			if (visock_policy_rule_equal(&old->rules[pos], &r))
 				break;
 	}
 	err = -ENOENT;
@@ -406,7 +407,7 @@ int visock_policy_nl_del(struct sk_buff *skb, struct genl_info *info)
 		GENL_SET_ERR_MSG(info, "no such rule");
 		goto out;
 	}
-	err = visock_pol_replace(vn, pos, NULL, 1, old->dflt);
+	err = visock_policy_replace(vn, pos, NULL, 1, old->dflt);
 out:
 	mutex_unlock(&vn->pol_lock);
 	return err;
@@ -423,21 +424,21 @@ out:
 int visock_policy_nl_flush(struct sk_buff *skb, struct genl_info *info)
 {
 	struct visock_net *vn = visock_net(genl_info_net(info));
-	struct visock_pol_table *old;
+	struct visock_policy_table *old;
 	int err = 0;
 
 	/* pol_lock: one change of the table at a time. */
 	mutex_lock(&vn->pol_lock);
-	old = visock_pol_locked(vn);
+	old = visock_policy_locked(vn);
 	if (old->n)
-		err = visock_pol_replace(vn, 0, NULL, old->n, old->dflt);
+		err = visock_policy_replace(vn, 0, NULL, old->n, old->dflt);
 	mutex_unlock(&vn->pol_lock);
 	return err;
 }
 
-static int visock_pol_nl_put_rule(struct sk_buff *skb,
-				  const struct visock_pol_rule *r,
-				  unsigned int index)
+static int visock_policy_nl_put_rule(struct sk_buff *skb,
+				     const struct visock_policy_rule *r,
+				     unsigned int index)
 {
 	struct nlattr *nest = nla_nest_start(skb, VISOCK_A_RULE);
 
@@ -472,7 +473,7 @@ static int visock_pol_nl_put_rule(struct sk_buff *skb,
 int visock_policy_nl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct visock_net *vn = visock_net(sock_net(skb->sk));
-	const struct visock_pol_table *t;
+	const struct visock_policy_table *t;
 	unsigned int i = cb->args[0];
 	void *hdr;
 
@@ -487,7 +488,7 @@ int visock_policy_nl_dump(struct sk_buff *skb, struct netlink_callback *cb)
 		if (!hdr)
 			break;
 		genl_dump_check_consistent(cb, hdr);
-		if (visock_pol_nl_put_rule(skb, &t->rules[i], i)) {
+		if (visock_policy_nl_put_rule(skb, &t->rules[i], i)) {
 			genlmsg_cancel(skb, hdr);
 			break;
 		}

@@ -21,7 +21,7 @@ struct sk_buff;
 struct sockaddr;
 
 /**
- * struct visock_pol_rule - one destination policy rule
+ * struct visock_policy_rule - one destination policy rule
  * @addr: address prefix, network order; IPv4 in @addr[0]
  * @port_min: first destination port, host order
  * @port_max: last destination port, host order (>= @port_min)
@@ -29,7 +29,7 @@ struct sockaddr;
  * @plen: prefix length: bits of @addr that count (0 with @family 0)
  * @action: VISOCK_POLICY_ALLOW or VISOCK_POLICY_DENY
  */
-struct visock_pol_rule {
+struct visock_policy_rule {
 	__be32 addr[4];
 	u16 port_min;
 	u16 port_max;
@@ -39,27 +39,28 @@ struct visock_pol_rule {
 };
 
 /**
- * struct visock_pol_dst - a destination being looked up
+ * struct visock_policy_dst - a destination being looked up
  * @addr: network order; IPv4 in @addr[0]
  * @port: host order
  * @family: AF_INET or AF_INET6 (IPv4-mapped IPv6 turned into AF_INET)
  */
-struct visock_pol_dst {
+struct visock_policy_dst {
 	__be32 addr[4];
 	u16 port;
 	u8 family;
 };
 
 /* visock_policy_match.c */
-int visock_pol_rule_check(const struct visock_pol_rule *r, const char **why);
-bool visock_pol_rule_equal(const struct visock_pol_rule *a,
-			   const struct visock_pol_rule *b);
-bool visock_pol_rule_match(const struct visock_pol_rule *r,
-			   const struct visock_pol_dst *dst);
-u8 visock_pol_lookup(const struct visock_pol_rule *rules, unsigned int n,
-		     u8 dflt, const struct visock_pol_dst *dst);
-void visock_pol_dst_init(struct visock_pol_dst *dst, int family,
-			 const __be32 *addr, u16 port);
+int visock_policy_rule_check(const struct visock_policy_rule *r,
+			     const char **why);
+bool visock_policy_rule_equal(const struct visock_policy_rule *a,
+			      const struct visock_policy_rule *b);
+bool visock_policy_rule_match(const struct visock_policy_rule *r,
+			      const struct visock_policy_dst *dst);
+u8 visock_policy_lookup(const struct visock_policy_rule *rules, unsigned int n,
+			u8 dflt, const struct visock_policy_dst *dst);
+void visock_policy_dst_init(struct visock_policy_dst *dst, int family,
+			    const __be32 *addr, u16 port);
 
 /* visock_policy.c */
 extern const struct nla_policy visock_rule_nl_policy[VISOCK_RULE_A_MAX + 1];

@@ -14,7 +14,7 @@
 #include "visock_policy.h"
 
 /* Mask of the first @bits bits (capped at 32) of a word, network order. */
-static __be32 visock_pol_mask(unsigned int bits)
+static __be32 visock_policy_mask(unsigned int bits)
 {
 	if (!bits)
 		return 0;
@@ -22,25 +22,25 @@ static __be32 visock_pol_mask(unsigned int bits)
 }
 
 /* Mask of word @i of an address with prefix length @plen. */
-static __be32 visock_pol_word_mask(unsigned int plen, unsigned int i)
+static __be32 visock_policy_word_mask(unsigned int plen, unsigned int i)
 {
-	return plen > i * 32 ? visock_pol_mask(plen - i * 32) : 0;
+	return plen > i * 32 ? visock_policy_mask(plen - i * 32) : 0;
 }
 
 /* Do @a and @b agree in their first @plen bits? */
-static bool visock_pol_prefix_eq(const __be32 *a, const __be32 *b,
-				 unsigned int plen)
+static bool visock_policy_prefix_eq(const __be32 *a, const __be32 *b,
+				    unsigned int plen)
 {
 	unsigned int i;
 
 	for (i = 0; i < 4; i++)
-		if ((a[i] ^ b[i]) & visock_pol_word_mask(plen, i))
+		if ((a[i] ^ b[i]) & visock_policy_word_mask(plen, i))
 			return false;
 	return true;
 }
 
 /**
- * visock_pol_rule_check() - is a rule well formed
+ * visock_policy_rule_check() - is a rule well formed
  * @r: the rule, as parsed from netlink
  * @why: set to a message for the user when it is not
  *
@@ -52,7 +52,8 @@ static bool visock_pol_prefix_eq(const __be32 *a, const __be32 *b,
  * Context: any.
  * Return: 0 or -EINVAL.
  */
-int visock_pol_rule_check(const struct visock_pol_rule *r, const char **why)
+int visock_policy_rule_check(const struct visock_policy_rule *r,
+			     const char **why)
 {
 	unsigned int max, i;
 
@@ -75,7 +76,7 @@ int visock_pol_rule_check(const struct visock_pol_rule *r, const char **why)
 		return -EINVAL;
 	}
 	for (i = 0; i < 4; i++) {
-		if (r->addr[i] & ~visock_pol_word_mask(r->plen, i)) {
+		if (r->addr[i] & ~visock_policy_word_mask(r->plen, i)) {
 			*why = "address has bits set beyond the prefix length";
 			return -EINVAL;
 		}
@@ -93,15 +94,15 @@ int visock_pol_rule_check(const struct visock_pol_rule *r, const char **why)
 }
 
 /**
- * visock_pol_rule_equal() - do two checked rules say the same
+ * visock_policy_rule_equal() - do two checked rules say the same
  * @a: one rule
  * @b: the other
  *
  * Context: any.
  * Return: true if they match the same destinations with the same action.
  */
-bool visock_pol_rule_equal(const struct visock_pol_rule *a,
-			   const struct visock_pol_rule *b)
+bool visock_policy_rule_equal(const struct visock_policy_rule *a,
+			      const struct visock_policy_rule *b)
 {
 	return a->family == b->family && a->plen == b->plen &&
 	       a->action == b->action && a->port_min == b->port_min &&
@@ -110,50 +111,50 @@ bool visock_pol_rule_equal(const struct visock_pol_rule *a,
 }
 
 /**
- * visock_pol_rule_match() - does a rule apply to a destination
+ * visock_policy_rule_match() - does a rule apply to a destination
  * @r: a checked rule
- * @dst: the destination, from visock_pol_dst_init()
+ * @dst: the destination, from visock_policy_dst_init()
  *
  * Context: any.
  * Return: true if @dst's port is in @r's range and, unless @r is for any
  * family, @dst has @r's family and its first @r->plen bits.
  */
-bool visock_pol_rule_match(const struct visock_pol_rule *r,
-			   const struct visock_pol_dst *dst)
+bool visock_policy_rule_match(const struct visock_policy_rule *r,
+			      const struct visock_policy_dst *dst)
 {
 	if (dst->port < r->port_min || dst->port > r->port_max)
 		return false;
 	if (!r->family)
 		return true;
 	return r->family == dst->family &&
-	       visock_pol_prefix_eq(r->addr, dst->addr, r->plen);
+	       visock_policy_prefix_eq(r->addr, dst->addr, r->plen);
 }
 
 /**
- * visock_pol_lookup() - the action for a destination
+ * visock_policy_lookup() - the action for a destination
  * @rules: checked rules, in the order they are tried
  * @n: number of @rules
  * @dflt: action when no rule matches
- * @dst: the destination, from visock_pol_dst_init()
+ * @dst: the destination, from visock_policy_dst_init()
  *
  * The first matching rule wins.
  *
  * Context: any; the caller keeps @rules stable (RCU in visock_policy.c).
  * Return: VISOCK_POLICY_ALLOW or VISOCK_POLICY_DENY.
  */
-u8 visock_pol_lookup(const struct visock_pol_rule *rules, unsigned int n,
-		     u8 dflt, const struct visock_pol_dst *dst)
+u8 visock_policy_lookup(const struct visock_policy_rule *rules, unsigned int n,
+			u8 dflt, const struct visock_policy_dst *dst)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		if (visock_pol_rule_match(&rules[i], dst))
+		if (visock_policy_rule_match(&rules[i], dst))
 			return rules[i].action;
 	return dflt;
 }
 
 /**
- * visock_pol_dst_init() - a destination for visock_pol_lookup()
+ * visock_policy_dst_init() - a destination for visock_policy_lookup()
  * @dst: filled in
  * @family: AF_INET or AF_INET6
  * @addr: 4 (AF_INET) or 16 (AF_INET6) bytes, network order
@@ -165,8 +166,8 @@ u8 visock_pol_lookup(const struct visock_pol_rule *rules, unsigned int n,
  *
  * Context: any.
  */
-void visock_pol_dst_init(struct visock_pol_dst *dst, int family,
-			 const __be32 *addr, u16 port)
+void visock_policy_dst_init(struct visock_policy_dst *dst, int family,
+			    const __be32 *addr, u16 port)
 {
 	memset(dst, 0, sizeof(*dst));
 	dst->port = port;

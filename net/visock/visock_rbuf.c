@@ -8,7 +8,7 @@
  * memory region so that any range of it needs one SGE and no address
  * goes on the wire.  Rings are created for a QP's pool (visock_lgr.c);
  * the registration itself is a work request posted by
- * visock_link_connect().  A ring's memory outlives its DMA mapping and MR,
+ * visock_vc_connect().  A ring's memory outlives its DMA mapping and MR,
  * which a kill of the QP releases.
  */
 #include <linux/log2.h>
@@ -105,7 +105,7 @@ nomem:
 /*
  * Allocate a ring of @size bytes, map it for DMA in direction @dir and
  * prepare its MR.  *@slot owns the ring as soon as it exists.  The
- * registration itself is a work request, posted by visock_link_connect().
+ * registration itself is a work request, posted by visock_vc_connect().
  * Context: process context, under the QP's lock.
  */
 int visock_rbuf_create(struct visock_qp *q, u32 size,

@@ -26,23 +26,23 @@
 
 /*
  * The shared QP died (device removed, stuck peer).  Called by
- * visock_link.c in process context under the QP's mutex; the QP was
+ * visock_vc.c in process context under the QP's mutex; the QP was
  * drained already, so every outstanding request has completed (in error).
  */
-static void visock_rdma_link_dead(void *ctx)
+static void visock_rdma_vc_dead(void *ctx)
 {
 	struct visock_dp *dp = ctx;
 	unsigned int wake = 0;
 
 	spin_lock_bh(&dp->lock);
-	visock_dp_link_failed_locked(dp, "link died", 0, &wake);
+	visock_dp_vc_failed_locked(dp, "link died", 0, &wake);
 	spin_unlock_bh(&dp->lock);
 	visock_dp_wake(dp, wake);
 }
 
 /**
- * visock_rdma_prepare() - make a connected link ready to carry the stream
- * @vsk: socket whose @link was just connected
+ * visock_rdma_prepare() - make a connected vc ready to carry the stream
+ * @vsk: socket whose @vc was just connected
  *
  * Allocates the data path state, has the shared QP deliver the
  * connection's receive completions (and post receive requests for its
@@ -50,12 +50,12 @@ static void visock_rdma_link_dead(void *ctx)
  * (client) is sent: the peer may write as soon as it has it.
  *
  * Context: process context, under lock_sock(@vsk).
- * Return: 0, -ENOMEM, or an error from posting (the link is then useless;
- * the caller destroys it with visock_rdma_destroy_link()).
+ * Return: 0, -ENOMEM, or an error from posting (the vc is then useless;
+ * the caller destroys it with visock_rdma_destroy_vc()).
  */
 int visock_rdma_prepare(struct visock_sock *vsk)
 {
-	struct visock_link *l = vsk->link;
+	struct visock_vc *l = vsk->vc;
 	struct visock_dp *dp;
 	int err;
 
@@ -71,51 +71,51 @@ int visock_rdma_prepare(struct visock_sock *vsk)
 	INIT_DELAYED_WORK(&dp->fin_work, visock_rdma_fin_work);
 	INIT_DELAYED_WORK(&dp->fo_work, visock_fo_work);
 	dp->vsk = vsk;
-	dp->link = l;
+	dp->vc = l;
 	dp->state = VISOCK_DP_LIVE;
-	dp->tx_size = visock_link_peer_rbuf_size(l);
-	dp->rx_size = visock_link_rbuf_size(l);
-	dp->sbuf = visock_link_sbuf(l);
-	dp->rbuf = visock_link_rbuf(l);
+	dp->tx_size = visock_vc_peer_rbuf_size(l);
+	dp->rx_size = visock_vc_rbuf_size(l);
+	dp->sbuf = visock_vc_sbuf(l);
+	dp->rbuf = visock_vc_rbuf(l);
 	dp->local_token = vsk->local_token;
 	dp->peer_token = vsk->peer_token;
-	dp->credits = VISOCK_LINK_RQ_DEPTH;
-	dp->sq_free = VISOCK_LINK_SQ_DEPTH;
+	dp->credits = VISOCK_VC_RQ_DEPTH;
+	dp->sq_free = VISOCK_VC_SQ_DEPTH;
 	dp->tx_cqe.done = visock_tx_done;
 	dp->ctrl_cqe.done = visock_tx_ctrl_done;
-	/* Freed by visock_rdma_destroy_link() from now on. */
+	/* Freed by visock_rdma_destroy_vc() from now on. */
 	vsk->dp = dp;
 
-	err = visock_link_set_rx(l, visock_rx_event, dp);
+	err = visock_vc_set_rx(l, visock_rx_event, dp);
 	if (err) {
 		spin_lock_bh(&dp->lock);
 		dp->state = VISOCK_DP_STOPPED;
 		spin_unlock_bh(&dp->lock);
 		return err;
 	}
-	return visock_link_set_dead_cb(l, visock_rdma_link_dead, dp);
+	return visock_vc_set_dead_cb(l, visock_rdma_vc_dead, dp);
 }
 
 /**
- * visock_rdma_destroy_link() - destroy the link and the data path state
- * @vsk: socket; its @link and @dp may be NULL
+ * visock_rdma_destroy_vc() - destroy the vc and the data path state
+ * @vsk: socket; its @vc and @dp may be NULL
  *
- * Completions that still arrive are ignored; once the link is destroyed
+ * Completions that still arrive are ignored; once the vc is destroyed
  * no completion handler of the connection runs or will run (see
- * visock_link_destroy()), and the state is freed.
+ * visock_vc_destroy()), and the state is freed.
  *
  * Context: process context, may sleep; no spinlock held.  Not
  * concurrently with any other data path call of @vsk.
  */
-void visock_rdma_destroy_link(struct visock_sock *vsk)
+void visock_rdma_destroy_vc(struct visock_sock *vsk)
 {
 	struct visock_dp *dp = vsk->dp;
 	struct visock_diag_link d;
 
-	if (vsk->link) {
-		visock_link_diag(vsk->link, &d);
+	if (vsk->vc) {
+		visock_vc_diag(vsk->vc, &d);
 		d.vdl_peer_qpn = vsk->peer_qpn;
-		/* A link that was up (or killed with its device) goes down. */
+		/* A vc that was up (or killed with its device) goes down. */
 		if (d.vdl_state == VISOCK_LINK_STATE_UP ||
 		    d.vdl_state == VISOCK_LINK_STATE_DEAD)
 			visock_genl_notify_sock(vsk, VISOCK_EVENT_LINK_DOWN, 0,
@@ -123,7 +123,7 @@ void visock_rdma_destroy_link(struct visock_sock *vsk)
 	}
 
 	if (dp) {
-		if (vsk->link)
+		if (vsk->vc)
 			visock_tx_last_word(dp);
 		spin_lock_bh(&dp->lock);
 		dp->state = VISOCK_DP_STOPPED;
@@ -139,13 +139,13 @@ void visock_rdma_destroy_link(struct visock_sock *vsk)
 		/*
 		 * Nothing can queue them any more (stopped, and out of the
 		 * callbacks' reach); neither takes a socket lock.  The
-		 * failover work uses the rings, so it goes before the link.
+		 * failover work uses the rings, so it goes before the vc.
 		 */
 		cancel_delayed_work_sync(&dp->fo_work);
 		cancel_delayed_work_sync(&dp->fin_work);
 	}
-	visock_link_destroy(vsk->link);
-	vsk->link = NULL;
+	visock_vc_destroy(vsk->vc);
+	vsk->vc = NULL;
 	kfree(dp);
 }
 
@@ -187,7 +187,7 @@ void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
 	if (!visock_dp_alive(dp->state))
 		return;
 	net_info_ratelimited("visock: QP %u: connection reset: %s (%d)\n",
-			     visock_link_qpn(dp->link), why, detail);
+			     visock_vc_qpn(dp->vc), why, detail);
 	trace_visock_abort(dp->vsk, err);
 	visock_genl_notify_sock(dp->vsk, VISOCK_EVENT_ABORT, -err, NULL);
 	if (tell_peer && dp->state == VISOCK_DP_LIVE) {

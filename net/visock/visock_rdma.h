@@ -15,7 +15,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "visock.h"
-#include "visock_link.h"
+#include "visock_vc.h"
 
 /* Credits data transfers leave for cursor messages (deadlock freedom). */
 #define VISOCK_DP_CREDIT_RESERVE	2
@@ -29,20 +29,20 @@
  * quarters of the depth, so that a stream of large writes gets its
  * credits back with about every consumer update of a large ring
  * (visock_cons_update_due()) rather than in messages of their own.  At
- * most VISOCK_LINK_RQ_DEPTH - VISOCK_DP_CREDIT_RESERVE (what a side that
+ * most VISOCK_VC_RQ_DEPTH - VISOCK_DP_CREDIT_RESERVE (what a side that
  * waits for credits is owed) and more than 1 (credit-only messages must
  * not ping-pong).
  */
-#define VISOCK_DP_CREDIT_RETURN		(VISOCK_LINK_RQ_DEPTH * 3 / 4)
+#define VISOCK_DP_CREDIT_RETURN		(VISOCK_VC_RQ_DEPTH * 3 / 4)
 static_assert(VISOCK_DP_CREDIT_RETURN > 1 &&
 	      VISOCK_DP_CREDIT_RETURN <=
-	      VISOCK_LINK_RQ_DEPTH - VISOCK_DP_CREDIT_RESERVE);
+	      VISOCK_VC_RQ_DEPTH - VISOCK_DP_CREDIT_RESERVE);
 
 enum visock_dp_state {
 	VISOCK_DP_LIVE,		/* receive requests posted, data may flow */
 	VISOCK_DP_DEAD,		/* failed (@err set): no more posting */
 	VISOCK_DP_STOPPED,	/* being torn down: completions are ignored */
-	VISOCK_DP_FAILOVER,	/* link failed: positions go over TCP */
+	VISOCK_DP_FAILOVER,	/* the QP failed: positions go over TCP */
 	VISOCK_DP_TCP,		/* failed over: the rings move over TCP */
 };
 
@@ -65,7 +65,7 @@ static inline bool visock_dp_alive(u8 state)
  *	QP's post_lock nests inside it.  Never held
  *	while sleeping or while calling a socket callback.
  * @vsk: the socket (constant)
- * @link: the link (constant; the socket's reference)
+ * @vc: the connection's vc (constant; the socket's reference)
  * @state: enum visock_dp_state
  * @err: positive errno that ended the connection, 0 while it is fine
  * @tx_size: size of the peer's ring and of our send buffer (constant)
@@ -126,10 +126,10 @@ static inline bool visock_dp_alive(u8 state)
  * @close_deadline: jiffies at which @close_work gives up and resets
  * @fin_work: runs VISOCK_DP_FIN_GRACE after the internal TCP connection
  *	closed; resets the connection if the peer's closed flag has not
- *	arrived by then (cancelled by visock_rdma_destroy_link())
+ *	arrived by then (cancelled by visock_rdma_destroy_vc())
  * @fo_work: failover to TCP (visock_failover.c): exchanges the positions
  *	and then moves the rings over TCP; kicked by TCP's callbacks and by
- *	visock_tx_push_locked() (cancelled by visock_rdma_destroy_link())
+ *	visock_tx_push_locked() (cancelled by visock_rdma_destroy_vc())
  * @fo_deadline: jiffies by which the peer's failover message must be in
  * @fo_msg: our failover message, then the peer's as it comes in
  * @fo_sent: bytes of our failover message sent
@@ -151,7 +151,7 @@ struct visock_dp {
 	/* Protects the fields below; BH-safe; inside lock_sock() */
 	spinlock_t lock;
 	struct visock_sock *vsk;
-	struct visock_link *link;
+	struct visock_vc *vc;
 	u8 state;
 	int err;
 
@@ -166,7 +166,7 @@ struct visock_dp {
 	struct visock_cursor tx_sent;
 	struct visock_cursor tx_acked;
 	struct visock_cursor tx_peer_cons;
-	u32 wr_len[VISOCK_LINK_SQ_DEPTH];
+	u32 wr_len[VISOCK_VC_SQ_DEPTH];
 	u32 wr_head;
 	u32 wr_tail;
 	struct visock_cursor rx_prod;
@@ -255,7 +255,7 @@ static inline bool visock_dp_closed_due(const struct visock_dp *dp,
 /* visock_rdma.c */
 extern const struct visock_mode_ops visock_rdma_mode_ops;
 int visock_rdma_prepare(struct visock_sock *vsk);
-void visock_rdma_destroy_link(struct visock_sock *vsk);
+void visock_rdma_destroy_vc(struct visock_sock *vsk);
 bool visock_rdma_ended(struct visock_sock *vsk);
 void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
 			   const char *why, int detail, unsigned int *wake);
@@ -292,8 +292,8 @@ u32 visock_tx_space_locked(const struct visock_dp *dp);
 u32 visock_tx_wake_min_locked(const struct visock_dp *dp);
 
 /* visock_failover.c */
-void visock_dp_link_failed_locked(struct visock_dp *dp, const char *why,
-				  int detail, unsigned int *wake);
+void visock_dp_vc_failed_locked(struct visock_dp *dp, const char *why,
+				int detail, unsigned int *wake);
 void visock_fo_kick(struct visock_dp *dp);
 void visock_fo_work(struct work_struct *work);
 void visock_rdma_tcp_event(struct visock_sock *vsk);

@@ -2,7 +2,7 @@
 /*
  * visock: RDMA data path - receiving.
  *
- * The peer RDMA-writes the stream into our receive ring (the link's
+ * The peer RDMA-writes the stream into our receive ring (the vc's
  * rbuf) and tells us with the immediate data of its last WRITE how many
  * bytes it appended.  Every WRITE WITH IMMEDIATE and every cursor message
  * consumes one receive request of the shared QP, which hands the
@@ -19,16 +19,16 @@
  * Lifetime
  * --------
  * The QP calls visock_rx_event() under its token table's lock, from
- * visock_rdma_prepare() on.  visock_rdma_destroy_link() marks the state
- * stopped (the callback then interprets nothing) and destroys the link,
+ * visock_rdma_prepare() on.  visock_rdma_destroy_vc() marks the state
+ * stopped (the callback then interprets nothing) and destroys the vc,
  * which takes the connection out of the token table; only then is the
  * state freed.  When the QP fails (flushes after an error or a device
  * removal), every connection on it gets a VISOCK_RX_ERR event and fails
- * over to TCP.  The ring memory stays valid until the link is destroyed,
+ * over to TCP.  The ring memory stays valid until the vc is destroyed,
  * so data already received can be read after the QP died.
  *
  * Locking: see visock_tx.c.  The handler takes only struct
- * visock_dp.lock (and, inside it, the link's post_lock).  recvmsg() copies
+ * visock_dp.lock (and, inside it, the QP's post_lock).  recvmsg() copies
  * to user memory without that lock: bytes between @rx_cons and @rx_prod
  * are not overwritten before we report them consumed.
  */
@@ -89,9 +89,9 @@ static void visock_rx_data_locked(struct visock_dp *dp, u32 imm,
 	/* Within one ring of what we last told the peer we consumed. */
 	if (visock_cursor_diff(dp->rx_size, &dp->rx_cons_sent, &next) < 0)
 		goto bad;
-	if (dp->credits + credits > VISOCK_LINK_RQ_DEPTH)
+	if (dp->credits + credits > VISOCK_VC_RQ_DEPTH)
 		goto bad;
-	visock_link_rbuf_sync_for_cpu(dp->link, dp->rx_prod.count, bytes);
+	visock_vc_rbuf_sync_for_cpu(dp->vc, dp->rx_prod.count, bytes);
 	dp->rx_prod = next;
 	dp->credits += credits;
 	dp->bytes_rcvd += bytes;
@@ -141,8 +141,8 @@ void visock_rx_event(void *ctx, const struct visock_rx_ev *ev)
 			visock_cdc_recv_locked(dp, ev->msg, ev->len, &wake);
 		break;
 	default:
-		visock_dp_link_failed_locked(dp, "receive failed", ev->status,
-					     &wake);
+		visock_dp_vc_failed_locked(dp, "receive failed", ev->status,
+					   &wake);
 		goto out;
 	}
 	if (dp->state != VISOCK_DP_LIVE)

@@ -48,7 +48,7 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra2		= (void *)&visock_hs_timeout_max,
 	},
 	{
-		/* RC ACK timeout exponent of new links (4.096 us * 2^n) */
+		/* RC ACK timeout exponent of new QPs (4.096 us * 2^n) */
 		.procname	= "rdma_ack_timeout",
 		.data		= NULL,	/* set per namespace */
 		.maxlen		= sizeof(int),

@@ -27,16 +27,16 @@
  * Lifetime
  * --------
  * struct visock_dp belongs to the visock socket (@vsk->dp) from
- * visock_rdma_prepare() until visock_rdma_destroy_link(), which first
- * marks it stopped and then destroys the link; destroying the link waits
+ * visock_rdma_prepare() until visock_rdma_destroy_vc(), which first
+ * marks it stopped and then destroys the vc; destroying the vc waits
  * until every request the connection posted on the shared QP completed
- * (each send completion handler ends with visock_link_wc_done()), so when
+ * (each send completion handler ends with visock_vc_wc_done()), so when
  * it returns no completion handler runs or will run, and the state can
  * be freed.  Completion handlers only take @dp->lock,
  * update the state, post (receive requests, writes, cursor messages) and
  * wake the socket's waiters; they never sleep and never take lock_sock().
- * The socket itself outlives its link: every path that drops the last
- * reference destroys the link first (visock_release(), the child destroy
+ * The socket itself outlives its vc: every path that drops the last
+ * reference destroys the vc first (visock_release(), the child destroy
  * path of a listener, visock_tx_close_work()).
  *
  * shutdown() and close() are in visock_close.c.
@@ -46,8 +46,8 @@
  *   lock_sock(vsk)   serialises sendmsg(), recvmsg(), shutdown() and
  *                    getsockopt() of one socket; released while waiting
  *   struct visock_dp.lock   BH spinlock, all data path state; inside
- *                    lock_sock() and inside the link's mutex (dead_cb)
- *   struct visock_link.post_lock   inside visock_dp.lock
+ *                    lock_sock() and inside the QP's mutex (dead_cb)
+ *   struct visock_qp.post_lock   inside visock_dp.lock
  * Socket callbacks (sk_data_ready, ...) are called without @dp->lock.
  */
 #include <linux/jiffies.h>
@@ -110,18 +110,18 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 						   VISOCK_TOKEN_IDX_MASK,
 						   unsent, ret, &imm)))
 			break;
-		n = visock_link_post_write(dp->link, dp->tx_sent.count, unsent,
-					   cpu_to_be32(imm), &dp->tx_cqe);
+		n = visock_vc_post_write(dp->vc, dp->tx_sent.count, unsent,
+					 cpu_to_be32(imm), &dp->tx_cqe);
 		if (n < 0) {
-			visock_dp_link_failed_locked(dp, "posting a write failed",
-						     n, wake);
+			visock_dp_vc_failed_locked(dp, "posting a write failed",
+						   n, wake);
 			return;
 		}
 		/* Byte counts of the requests, for SIOCOUTQ. */
 		ret2 = min(unsent, dp->tx_size - dp->tx_sent.count);
-		dp->wr_len[dp->wr_tail++ % VISOCK_LINK_SQ_DEPTH] = ret2;
+		dp->wr_len[dp->wr_tail++ % VISOCK_VC_SQ_DEPTH] = ret2;
 		if (n > 1)
-			dp->wr_len[dp->wr_tail++ % VISOCK_LINK_SQ_DEPTH] =
+			dp->wr_len[dp->wr_tail++ % VISOCK_VC_SQ_DEPTH] =
 				unsent - ret2;
 		dp->sq_free -= n;
 		dp->credits--;
@@ -144,7 +144,7 @@ void visock_tx_push_locked(struct visock_dp *dp, unsigned int *wake)
 static void visock_tx_complete(struct visock_dp *dp, struct ib_wc *wc,
 			       bool write)
 {
-	struct visock_link *l = dp->link;
+	struct visock_vc *l = dp->vc;
 	unsigned int wake = VISOCK_WAKE_CLOSE;
 
 	spin_lock_bh(&dp->lock);
@@ -160,22 +160,22 @@ static void visock_tx_complete(struct visock_dp *dp, struct ib_wc *wc,
 	if (write && dp->wr_head != dp->wr_tail)
 		visock_cursor_add(&dp->tx_acked, dp->tx_size,
 				  dp->wr_len[dp->wr_head++ %
-					     VISOCK_LINK_SQ_DEPTH]);
+					     VISOCK_VC_SQ_DEPTH]);
 	if (wc->status != IB_WC_SUCCESS)
-		visock_dp_link_failed_locked(dp, "send failed", wc->status,
-					     &wake);
+		visock_dp_vc_failed_locked(dp, "send failed", wc->status,
+					   &wake);
 	else
 		visock_tx_push_locked(dp, &wake);
 out:
 	spin_unlock_bh(&dp->lock);
 	visock_dp_wake(dp, wake);
 	/* Last: @dp may be freed as soon as nothing is outstanding. */
-	visock_link_wc_done(l, wc);
+	visock_vc_wc_done(l, wc);
 }
 
 /**
  * visock_tx_done() - completion of an RDMA WRITE
- * @cq: the link's completion queue
+ * @cq: the QP's completion queue
  * @wc: the completion
  *
  * Frees a send queue slot and pushes again; an error (including a flush
@@ -191,7 +191,7 @@ void visock_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 /**
  * visock_tx_ctrl_done() - completion of a cursor message
- * @cq: the link's completion queue
+ * @cq: the QP's completion queue
  * @wc: the completion
  *
  * As visock_tx_done().

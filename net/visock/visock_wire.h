@@ -368,7 +368,7 @@ u64 visock_switch_pos(u64 near, u32 low);
 /* ------------------------------------------------------------------ */
 
 /*
- * When the RDMA link of a connection fails, each side sends one failover
+ * When the queue pair of a connection fails, each side sends one failover
  * message on the internal TCP connection (which carries nothing else
  * after the handshake) and the stream continues over TCP:
  *

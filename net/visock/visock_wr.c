@@ -7,7 +7,7 @@
  * visock_wr_post_send(), under the QP's post_lock and only while the QP
  * may be posted to (its verbs objects exist and no drain started), and
  * counted: as posted on the QP (so that it is drained before it goes)
- * and as outstanding for its connection (visock_link_wc_done()).
+ * and as outstanding for its connection (visock_vc_wc_done()).
  *
  * Receive requests: a QP keeps one pool of them for all its connections
  * (as many as their credits need, visock_qp_fill_rq()); a receive
@@ -69,14 +69,14 @@ void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc)
  * @arg: passed to @prep
  *
  * What the device accepted counts as posted on @q and as outstanding for
- * @l: their completion handlers must end with visock_link_wc_done().
+ * @l: their completion handlers must end with visock_vc_wc_done().
  *
  * Context: any context; no spinlock of @q held.
  * Return: 0, -ENODEV if the QP is dead, -ENOTCONN if it cannot be posted
  * to otherwise, or the error of @prep or of ib_post_send() (then the
  * requests before the failed one may have been posted).
  */
-int visock_wr_post_send(struct visock_qp *q, struct visock_link *l,
+int visock_wr_post_send(struct visock_qp *q, struct visock_vc *l,
 			const struct ib_send_wr *wr,
 			enum visock_fault_point fp,
 			int (*prep)(struct visock_qp *q, void *arg), void *arg)
@@ -132,7 +132,7 @@ static int visock_wr_prep_slot(struct visock_qp *q, void *arg)
  * @q: the QP
  * @l: the connection the slot belongs to, or NULL for the QP's own
  * @slot: the slot (visock_qp_tx_slot()), already filled in
- * @len: message length, at most VISOCK_LINK_CTRL_SLOT
+ * @len: message length, at most VISOCK_QP_CTRL_SLOT
  * @cqe: completion handler
  * @fp: fault point, as for visock_wr_post_send()
  *
@@ -141,7 +141,7 @@ static int visock_wr_prep_slot(struct visock_qp *q, void *arg)
  * Context: any context; no spinlock of @q held.
  * Return: as visock_wr_post_send().
  */
-int visock_wr_post_slot(struct visock_qp *q, struct visock_link *l, u32 slot,
+int visock_wr_post_slot(struct visock_qp *q, struct visock_vc *l, u32 slot,
 			u32 len, struct ib_cqe *cqe, enum visock_fault_point fp)
 {
 	struct visock_wr_slot s = { .n = slot };
@@ -174,7 +174,7 @@ static int visock_qp_post_recv(struct visock_qp *q, struct visock_qp_rx *rx)
 	spin_lock_bh(&q->post_lock);
 	if (q->can_post) {
 		sge.addr = visock_qp_slot_dma(q, rx->idx);
-		sge.length = VISOCK_LINK_CTRL_SLOT;
+		sge.length = VISOCK_QP_CTRL_SLOT;
 		sge.lkey = q->pd->local_dma_lkey;
 		ib_dma_sync_single_for_device(q->ibdev, sge.addr, sge.length,
 					      DMA_BIDIRECTIONAL);
@@ -200,7 +200,7 @@ static int visock_qp_post_recv(struct visock_qp *q, struct visock_qp_rx *rx)
 int visock_qp_fill_rq(struct visock_qp *q, unsigned int nconns)
 {
 	u32 want = min_t(u32, q->rq_size,
-			 VISOCK_QP_RQ_SLACK + nconns * VISOCK_LINK_RQ_DEPTH);
+			 VISOCK_QP_RQ_SLACK + nconns * VISOCK_VC_RQ_DEPTH);
 	int err;
 
 	lockdep_assert_held(&q->lock);
@@ -220,7 +220,7 @@ int visock_qp_fill_rq(struct visock_qp *q, unsigned int nconns)
  *
  * Finds the connection the receive is for and lets it handle the data,
  * then reposts.  The token table's lock is held while the
- * connection's callback runs, so visock_link_destroy() can make sure that
+ * connection's callback runs, so visock_vc_destroy() can make sure that
  * none runs any more.
  *
  * Context: softirq (the CQ is polled with IB_POLL_SOFTIRQ).
@@ -231,7 +231,7 @@ void visock_qp_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 					       cqe);
 	struct visock_qp *q = rx->qp;
 	struct visock_rx_ev ev = {};
-	struct visock_link *l;
+	struct visock_vc *l;
 	u32 idx, token = 0, bytes, credits;
 	bool found;
 	u8 type;
@@ -253,7 +253,7 @@ void visock_qp_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (q->ctrl_mapped)
 			ib_dma_sync_single_for_cpu(q->ibdev,
 						   visock_qp_slot_dma(q, rx->idx),
-						   VISOCK_LINK_CTRL_SLOT,
+						   VISOCK_QP_CTRL_SLOT,
 						   DMA_BIDIRECTIONAL);
 		ev.kind = VISOCK_RX_CTRL;
 		ev.msg = visock_qp_slot(q, rx->idx);

@@ -15,14 +15,14 @@ struct ib_cq;
 struct ib_cqe;
 struct ib_send_wr;
 struct ib_wc;
-struct visock_link;
+struct visock_vc;
 struct visock_qp;
 
-int visock_wr_post_send(struct visock_qp *q, struct visock_link *l,
+int visock_wr_post_send(struct visock_qp *q, struct visock_vc *l,
 			const struct ib_send_wr *wr,
 			enum visock_fault_point fp,
 			int (*prep)(struct visock_qp *q, void *arg), void *arg);
-int visock_wr_post_slot(struct visock_qp *q, struct visock_link *l, u32 slot,
+int visock_wr_post_slot(struct visock_qp *q, struct visock_vc *l, u32 slot,
 			u32 len, struct ib_cqe *cqe, enum visock_fault_point fp);
 
 void visock_qp_count_wc(struct visock_qp *q, const struct ib_wc *wc);

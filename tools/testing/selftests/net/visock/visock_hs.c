@@ -297,7 +297,7 @@ static void strip_del(void)
  * receives: the peer's RDMA requests, responses and acknowledgements are
  * lost on the way in, as on a broken path, while TCP still goes through.
  * Both QPs' requests then go unacknowledged until their retries run out
- * (rdma_ack_timeout, VISOCK_LINK_RETRY).  Only Soft-RoCE packets pass
+ * (rdma_ack_timeout, VISOCK_QP_RETRY).  Only Soft-RoCE packets pass
  * through netfilter; a NIC's do not.
  */
 static int roce_drop_rule(bool add, char *out, size_t size)
@@ -1607,7 +1607,7 @@ struct scenario {
  *    the TCP connection is declined (BAD_MSG);
  *  - a queue pair that cannot be connected is declined (QP_SETUP), and so
  *    is a REQ joining a queue pair with the token of a live connection
- *    on it (a replay: visock_link_connect() returns EPROTO);
+ *    on it (a replay: visock_vc_connect() returns EPROTO);
  *  - after success, bytes on the TCP connection are the peer's failover
  *    message: a second CONFIRM, which does not decode as one, resets
  *    that connection (ECONNRESET).
@@ -1679,7 +1679,7 @@ static const struct scenario scenarios[] = {
 	  "complete handshake naming a QP that does not exist: I/O must end" },
 	{ "device_gone", M_DEVICE_GONE, SPECIAL, SPECIAL,
 	  "the normal side's RDMA device is deleted during the handshake" },
-	/* The REQ of a live connection joining a QP: visock_link_connect(). */
+	/* The REQ of a live connection joining a QP: visock_vc_connect(). */
 	{ "replay_req", M_REPLAY_REQ, FB_DECL(QP_SETUP), NONE,
 	  "REQ and CONFIRM of a live connection replayed on a new one" },
 	/* Its token is the other connection's: srv_confirm(). */
@@ -2618,7 +2618,7 @@ static void replay_bystanders(struct vt_ctx *c, int fd, pid_t child, int a,
  * joins it.  An AF_PACKET socket captures B's REQ and CONFIRM on the
  * wire.  While B streams checksummed data both ways, a connection with
  * raw_handshake replays both messages at once: the server must decline
- * it (visock_link_connect() refuses the token of the live B) and use
+ * it (visock_vc_connect() refuses the token of the live B) and use
  * TCP for it alone; the CONFIRM is then its first stream bytes.
  * replay_confirm (@confirm_only): the raw connection sends a REQ of its
  * own (a made-up QP) and answers the REP with B's CONFIRM: the server

@@ -23,7 +23,7 @@
  *
  * The bound: a QP with connections sends a keepalive every
  * net.visock.lgr_keepalive_ms (the job sets 2 s; a writer's own requests
- * do the same), which fails after (VISOCK_LINK_RETRY + 1) transport
+ * do the same), which fails after (VISOCK_QP_RETRY + 1) transport
  * timeouts of 4.096 us * 2^net.visock.rdma_ack_timeout; the connections
  * fail over to TCP and wait VISOCK_FO_TIMEOUT (5 s) for the peer's
  * failover message, then reset; plus 30 s of slack for the emulated
@@ -55,7 +55,7 @@
 #define NWRITE		4
 #define PK_BEFORE	1048576		/* bytes per writer before the kill */
 #define CHUNK		(64 * 1024)
-#define LINK_RETRY	6		/* VISOCK_LINK_RETRY */
+#define LINK_RETRY	6		/* VISOCK_QP_RETRY */
 #define FO_TIMEOUT_MS	5000		/* VISOCK_FO_TIMEOUT */
 #define SLACK_MS	30000
 #define ACK_PATH	"/proc/sys/net/visock/rdma_ack_timeout"

@@ -1281,7 +1281,7 @@ static void qp_mem_budget(struct vt_ctx *c)
 	close(fd);
 }
 
-/* ---- link lifetime: lazy rings, lingering links, QP teardown ---- */
+/* ---- vc lifetime: lazy rings, lingering vcs, QP teardown ---- */
 
 #define LT_LAZY_L	4096	/* net.visock.lazy_bytes of lazy_ring_isolation */
 #define LT_CYCLES	1000	/* victims of lazy_ring_isolation */
@@ -1592,9 +1592,9 @@ static void lazy_ring_isolation(struct vt_ctx *c)
 /*
  * linger_reap_race: the client closes first, so its end lingers (the
  * server has not said it is done); the "link_linger" delay holds its
- * visock_link_destroy() right after it handed the link to the QP, and
- * the server's close (its closed flag reaps and frees the link) comes
- * in that window.  The link must be reaped, nothing lingers, and the
+ * visock_vc_destroy() right after it handed the vc to the QP, and
+ * the server's close (its closed flag reaps and frees the vc) comes
+ * in that window.  The vc must be reaped, nothing lingers, and the
  * kernel log stays clean (the use after free it guards against shows
  * under KASAN).
  */

@@ -1,36 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * visock: a connection's share of a link group's queue pair.
+ * visock: virtual connections (vc), a connection's share of a link group's
+ * queue pair.
  *
- * struct visock_link is what the handshake and the data path use: a
+ * struct visock_vc is what the handshake and the data path use: a
  * token the peer puts in its messages, a receive ring and a send buffer
  * from the QP's pool, the peer's ring, and the receive and dead
- * callbacks.  visock_link_create() picks (or creates) the QP,
- * visock_link_connect() connects a new QP or checks the peer's view of a
- * shared one and registers new rings, visock_link_destroy() waits for the
+ * callbacks.  visock_vc_create() picks (or creates) the QP,
+ * visock_vc_connect() connects a new QP or checks the peer's view of a
+ * shared one and registers new rings, visock_vc_destroy() waits for the
  * connection's outstanding work requests and hands its rings back (or
  * lets the connection linger until the peer is quiet).  The posting
  * functions put the connection's work requests on the shared QP; each
- * send completion handler ends with visock_link_wc_done().
+ * send completion handler ends with visock_vc_wc_done().
  *
  * Lifetime and locking rules are at the top of visock_lgr.c.  Ownership
- * of a link, and the locks its functions need:
+ * of a vc, and the locks its functions need:
  *
- * - The owner (the socket's data path) owns its link from
- *   visock_link_create() until visock_link_destroy() hands it on.  The
+ * - The owner (the socket's data path) owns its vc from
+ *   visock_vc_create() until visock_vc_destroy() hands it on.  The
  *   functions that touch a QP's pool, state or connection list take the
  *   QP's lock themselves; the static helpers that need it held say so
  *   with lockdep_assert_held().
- * - visock_link_destroy() either frees the link itself (the peer is
+ * - visock_vc_destroy() either frees the vc itself (the peer is
  *   quiet) or publishes it as lingering.  Publishing (@lingering set
- *   under the QP's lock) hands the link to the QP: from the moment the
+ *   under the QP's lock) hands the vc to the QP: from the moment the
  *   lock is dropped a reap (visock_qp_reap(), from the reap work, the
  *   idle work, the namespace's exit or a kill) may free it, together
  *   with the reference to the QP it held.  Whatever destroy still needs
- *   of the link it reads before that, under the same lock, and it keeps
+ *   of the vc it reads before that, under the same lock, and it keeps
  *   the QP alive with a reference of its own until it is done with it.
  * - A receive ring the peer was told about (in the handshake, or in a
- *   lazy connection's SWITCH before the link is connected) is the
+ *   lazy connection's SWITCH before the vc is connected) is the
  *   peer's to write until it is quiet: such a ring lingers rather than
  *   going back to the pool, however the connection ended, unless the QP
  *   is dead or broken (the peer's writes cannot arrive any more).
@@ -50,52 +51,52 @@
 #include "visock_fault.h"
 
 /* One request of @l less outstanding; may let its owner free it. */
-static void visock_link_put_wr(struct visock_link *l)
+static void visock_vc_put_wr(struct visock_vc *l)
 {
 	if (atomic_dec_and_test(&l->outstanding))
 		wake_up_var(&l->outstanding);
 }
 
 /**
- * visock_link_wc_done() - account for one send completion of a connection
+ * visock_vc_wc_done() - account for one send completion of a connection
  * @l: the connection the request was posted for
  * @wc: the completion
  *
- * Completion handlers of requests posted with visock_link_post_write()
- * and visock_link_post_ctrl() call this as their very last step: once
- * the last outstanding request of @l is accounted for, visock_link_destroy()
+ * Completion handlers of requests posted with visock_vc_post_write()
+ * and visock_vc_post_ctrl() call this as their very last step: once
+ * the last outstanding request of @l is accounted for, visock_vc_destroy()
  * may free the connection and its data path state.
  *
  * Context: softirq (completion handler).
  */
-void visock_link_wc_done(struct visock_link *l, const struct ib_wc *wc)
+void visock_vc_wc_done(struct visock_vc *l, const struct ib_wc *wc)
 {
 	struct visock_qp *q = l->qp;
 
 	visock_qp_count_wc(q, wc);
 	if (wc->status != IB_WC_SUCCESS)
 		set_bit(VISOCK_QP_BROKEN, &q->broken);
-	visock_link_put_wr(l);
+	visock_vc_put_wr(l);
 }
 
 /* Registration of a ring finished (or was flushed). */
-static void visock_link_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+static void visock_vc_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct visock_link *l = container_of(wc->wr_cqe, struct visock_link,
-					     reg_cqe);
+	struct visock_vc *l = container_of(wc->wr_cqe, struct visock_vc,
+					   reg_cqe);
 
 	visock_qp_count_wc(l->qp, wc);
 	if (wc->status)
 		WRITE_ONCE(l->reg_status, wc->status);
 	if (atomic_dec_and_test(&l->reg_left))
 		complete(&l->reg_done);
-	visock_link_put_wr(l);
+	visock_vc_put_wr(l);
 }
 
 /**
- * visock_link_create() - a place for a new connection on a shared QP
+ * visock_vc_create() - a place for a new connection on a shared QP
  * @p: the connection's addresses, ring size and (server) the client's REQ
- * @out: the new connection's link
+ * @out: the new connection's vc
  *
  * Client: joins the least used QP of the link group to the peer that is
  * up and has room, or creates a new QP (PD, CQ, QP in INIT) if the group
@@ -103,10 +104,10 @@ static void visock_link_reg_done(struct ib_cq *cq, struct ib_wc *wc)
  * names (its LINK TLV), or creates a new one if the REQ asks for one.
  * Either way the connection gets a token and a receive ring of
  * @p->rbuf_size from the QP's pool (or a new one).
- * visock_link_local_params() describes the result for the peer.
+ * visock_vc_local_params() describes the result for the peer.
  *
  * The QP may be killed by a device removal as soon as this returns; an
- * owner that wants to be told uses visock_link_set_dead_cb().
+ * owner that wants to be told uses visock_vc_set_dead_cb().
  *
  * Context: process context, may sleep.
  * Return: 0 and *@out set; -EINPROGRESS (client): every QP the group may
@@ -117,11 +118,11 @@ static void visock_link_reg_done(struct ib_cq *cq, struct ib_wc *wc)
  * size; -ENOMEM, or another negative errno from ib_core.  On error
  * nothing is left allocated.
  */
-int visock_link_create(const struct visock_link_params *p,
-		       struct visock_link **out)
+int visock_vc_create(const struct visock_vc_params *p,
+		     struct visock_vc **out)
 {
 	union ib_gid gid, peer_addr;
-	struct visock_link *l;
+	struct visock_vc *l;
 	struct visock_qp *q;
 	bool created;
 	u32 idx;
@@ -137,14 +138,14 @@ int visock_link_create(const struct visock_link_params *p,
 	if (err)
 		return err;
 
-	if (visock_fault(VISOCK_FP_LINK_ALLOC))
+	if (visock_fault(VISOCK_FP_VC_ALLOC))
 		return -ENOMEM;
 	l = kzalloc(sizeof(*l), GFP_KERNEL);
 	if (!l)
 		return -ENOMEM;
 	INIT_LIST_HEAD(&l->qp_node);
 	init_completion(&l->reg_done);
-	l->reg_cqe.done = visock_link_reg_done;
+	l->reg_cqe.done = visock_vc_reg_done;
 	atomic_set(&l->outstanding, 0);
 
 	q = visock_lgr_pick(p, &gid, &peer_addr, &created);
@@ -175,7 +176,7 @@ int visock_link_create(const struct visock_link_params *p,
 	}
 	l->idx = idx;
 	l->token = (get_random_u32() << VISOCK_TOKEN_IDX_BITS) | idx;
-	list_add_tail(&l->qp_node, &q->links);
+	list_add_tail(&l->qp_node, &q->vcs);
 	err = visock_qp_get_rbuf(q, p->rbuf_size, DMA_FROM_DEVICE, &l->rbuf);
 	mutex_unlock(&q->lock);
 	if (err)
@@ -194,13 +195,13 @@ fail:
 		WRITE_ONCE(q->dying, true);
 		wake_up_all(&visock_net(p->net)->lgr_wq);
 	}
-	visock_link_destroy(l);
+	visock_vc_destroy(l);
 	return err;
 }
 
 /**
- * visock_link_local_params() - describe our end of the connection
- * @l: the link
+ * visock_vc_local_params() - describe our end of the connection
+ * @l: the vc
  * @m: handshake message to fill in
  *
  * Sets @m's GID, QPN, PSN, MTU (of the shared QP), RBUF (this
@@ -210,8 +211,8 @@ fail:
  *
  * Context: any context.
  */
-void visock_link_local_params(const struct visock_link *l,
-			      struct visock_hs_msg *m)
+void visock_vc_local_params(const struct visock_vc *l,
+			    struct visock_hs_msg *m)
 {
 	const struct visock_qp *q = l->qp;
 
@@ -233,19 +234,19 @@ void visock_link_local_params(const struct visock_link *l,
 }
 
 /**
- * visock_link_peer_params() - describe the peer's end of a shared QP
- * @l: a link on a QP that is up
+ * visock_vc_peer_params() - describe the peer's end of a shared QP
+ * @l: a vc on a QP that is up
  * @m: message to fill in
  *
  * For a lazy connection's switch (visock_lazy.c), whose reply carries
  * only the peer's ring and token: sets @m's GID, QPN, PSN, MTU and LINK
  * as the peer's REP would have, from what the QP knows of the peer, so
- * that visock_link_connect() accepts @m once RBUF and TOKEN are added.
+ * that visock_vc_connect() accepts @m once RBUF and TOKEN are added.
  *
  * Context: any context.
  */
-void visock_link_peer_params(const struct visock_link *l,
-			     struct visock_hs_msg *m)
+void visock_vc_peer_params(const struct visock_vc *l,
+			   struct visock_hs_msg *m)
 {
 	const struct visock_qp *q = l->qp;
 
@@ -261,21 +262,21 @@ void visock_link_peer_params(const struct visock_link *l,
 }
 
 /**
- * visock_link_confirmed() - the connection's handshake succeeded
- * @l: the link
+ * visock_vc_confirmed() - the connection's handshake succeeded
+ * @l: the vc
  *
  * From now on the QP is kept for lgr_idle_ms after its last connection.
  *
  * Context: any context.
  */
-void visock_link_confirmed(struct visock_link *l)
+void visock_vc_confirmed(struct visock_vc *l)
 {
 	WRITE_ONCE(l->qp->confirmed, true);
 }
 
 /**
- * visock_link_peer_listens() - may a message to the peer be posted now
- * @l: the link
+ * visock_vc_peer_listens() - may a message to the peer be posted now
+ * @l: the vc
  *
  * True once the peer's QP receives: our end is connected, and either we
  * are the client (the server's QP was ready before its REP) or some
@@ -286,31 +287,31 @@ void visock_link_confirmed(struct visock_link *l)
  * Context: process context; the caller keeps @l alive.
  * Return: true if a message to the peer's QP may be posted.
  */
-bool visock_link_peer_listens(const struct visock_link *l)
+bool visock_vc_peer_listens(const struct visock_vc *l)
 {
 	return l->connected && (!l->qp->server || READ_ONCE(l->qp->confirmed));
 }
 
 /**
- * visock_link_token() - the token the peer puts in its messages to us
- * @l: the link
+ * visock_vc_token() - the token the peer puts in its messages to us
+ * @l: the vc
  *
  * Context: any context.
  * Return: the token, never 0.
  */
-u32 visock_link_token(const struct visock_link *l)
+u32 visock_vc_token(const struct visock_vc *l)
 {
 	return l->token;
 }
 
 /**
- * visock_link_reused() - did the connection join an existing QP?
- * @l: the link
+ * visock_vc_reused() - did the connection join an existing QP?
+ * @l: the vc
  *
  * Context: any context.
  * Return: true if no QP was created for it.
  */
-bool visock_link_reused(const struct visock_link *l)
+bool visock_vc_reused(const struct visock_vc *l)
 {
 	return !l->created_qp;
 }
@@ -320,7 +321,7 @@ bool visock_link_reused(const struct visock_link *l)
  * each completion is accounted for).  Under the QP's lock.
  * Return: number of requests posted, or a negative errno.
  */
-static int visock_link_post_reg(struct visock_link *l)
+static int visock_vc_post_reg(struct visock_vc *l)
 {
 	struct visock_rbuf *rbs[2] = { l->sbuf, l->rbuf };
 	struct ib_reg_wr reg[2] = {};
@@ -360,13 +361,13 @@ static int visock_link_post_reg(struct visock_link *l)
 }
 
 /* Register the new rings of @l and wait.  Under the QP's lock. */
-static int visock_link_register(struct visock_link *l)
+static int visock_vc_register(struct visock_vc *l)
 {
 	struct visock_qp *q = l->qp;
 	int n;
 
 	lockdep_assert_held(&q->lock);
-	n = visock_link_post_reg(l);
+	n = visock_vc_post_reg(l);
 	if (n <= 0)
 		return n;
 	/*
@@ -375,7 +376,7 @@ static int visock_link_register(struct visock_link *l)
 	 */
 	mutex_unlock(&q->lock);
 	if (!wait_for_completion_timeout(&l->reg_done,
-					 VISOCK_LINK_REG_TIMEOUT)) {
+					 VISOCK_VC_REG_TIMEOUT)) {
 		mutex_lock(&q->lock);
 		return -ETIMEDOUT;
 	}
@@ -391,28 +392,28 @@ static int visock_link_register(struct visock_link *l)
 }
 
 /**
- * visock_link_register_rx() - register the receive ring of a new link now
- * @l: a link fresh from visock_link_create() on a QP that is up
+ * visock_vc_register_rx() - register the receive ring of a new vc now
+ * @l: a vc fresh from visock_vc_create() on a QP that is up
  *
  * A lazy connection's client (visock_lazy.c) names its ring in the
  * SWITCH, and the server writes into it as soon as it answers, before
- * visock_link_connect() would register it: register it first.  From now
- * on the ring counts as announced: visock_link_destroy() does not give
- * it back before the peer is quiet, also if the link never connects.
+ * visock_vc_connect() would register it: register it first.  From now
+ * on the ring counts as announced: visock_vc_destroy() does not give
+ * it back before the peer is quiet, also if the vc never connects.
  * An owner that did not send the SWITCH after all, or whose switch the
- * peer declined, says so with visock_link_peer_quiet() first.
+ * peer declined, says so with visock_vc_peer_quiet() first.
  *
  * Context: process context, may sleep.
  * Return: 0, -ENODEV if the QP is dead, -ETIMEDOUT or -EIO as
- * visock_link_connect().
+ * visock_vc_connect().
  */
-int visock_link_register_rx(struct visock_link *l)
+int visock_vc_register_rx(struct visock_vc *l)
 {
 	struct visock_qp *q = l->qp;
 	int err;
 
 	mutex_lock(&q->lock);
-	err = q->dead ? -ENODEV : visock_link_register(l);
+	err = q->dead ? -ENODEV : visock_vc_register(l);
 	/* Only a registered ring can be written to. */
 	if (!err)
 		l->announced = true;
@@ -430,20 +431,20 @@ int visock_link_register_rx(struct visock_link *l)
  * its old connection is still closing.  Under the QP's lock.
  */
 static bool visock_qp_peer_token_live(struct visock_qp *q,
-				      const struct visock_link *l, u32 token)
+				      const struct visock_vc *l, u32 token)
 {
-	const struct visock_link *o;
+	const struct visock_vc *o;
 
 	lockdep_assert_held(&q->lock);
-	list_for_each_entry(o, &q->links, qp_node)
+	list_for_each_entry(o, &q->vcs, qp_node)
 		if (o != l && o->peer_token == token && !o->lingering)
 			return true;
 	return false;
 }
 
 /**
- * visock_link_connect() - finish the connection's part of the link
- * @l: the link, fresh from visock_link_create()
+ * visock_vc_connect() - finish the connection's part of the QP
+ * @l: the vc, fresh from visock_vc_create()
  * @peer: the peer's REQ or REP, validated by the codec
  *
  * If the connection created its QP, moves it to RTR and RTS towards the
@@ -453,28 +454,28 @@ static bool visock_qp_peer_token_live(struct visock_qp *q,
  * replayed REQ or REP).
  * Then takes a send buffer as large as the peer's ring from the pool,
  * registers whatever ring is new (waiting up to 5 s) and remembers the
- * peer's ring for the data path.  Can be called once per link; after a
- * failure the owner can only destroy the link.  The peer's token must
+ * peer's ring for the data path.  Can be called once per vc; after a
+ * failure the owner can only destroy the vc.  The peer's token must
  * have a nonzero index (its low VISOCK_TOKEN_IDX_BITS).
  *
  * Context: process context, may sleep.  Not concurrently with
- * visock_link_destroy() for the same link.
- * Return: 0 once the link is usable, -ENODEV if the device went away,
+ * visock_vc_destroy() for the same vc.
+ * Return: 0 once the vc is usable, -ENODEV if the device went away,
  * -ETIMEDOUT if the registration did not complete in time, -EIO if it
  * failed, -EPROTO if the peer's message does not match the QP or repeats
  * the token of another connection on it, -EINVAL if
  * @l is not fresh or @peer lacks a field, -ENOBUFS at the memory limit,
  * or another negative errno from ib_core.
  */
-int visock_link_connect(struct visock_link *l,
-			const struct visock_hs_msg *peer)
+int visock_vc_connect(struct visock_vc *l,
+		      const struct visock_hs_msg *peer)
 {
 	struct visock_qp *q = l->qp;
 	bool was_new = false;
 	u32 size = peer->rbuf_size;
 	int err;
 
-	if ((peer->present & VISOCK_LINK_PEER_NEED) != VISOCK_LINK_PEER_NEED ||
+	if ((peer->present & VISOCK_VC_PEER_NEED) != VISOCK_VC_PEER_NEED ||
 	    l->connected)
 		return -EINVAL;
 	/* Our immediate data names the peer's connection by its index. */
@@ -511,7 +512,7 @@ int visock_link_connect(struct visock_link *l,
 		err = visock_qp_get_rbuf(q, size, DMA_TO_DEVICE, &l->sbuf);
 	}
 	if (!err)
-		err = visock_link_register(l);
+		err = visock_vc_register(l);
 	if (err)
 		goto out;
 	l->peer.addr = peer->rbuf_addr;
@@ -537,14 +538,14 @@ out:
 }
 
 /**
- * visock_link_destroy() - end a connection's part of its QP
- * @l: the link, or NULL
+ * visock_vc_destroy() - end a connection's part of its QP
+ * @l: the vc, or NULL
  *
  * Stops the data path's receive callback, waits for the connection's
- * outstanding work requests (at most VISOCK_LINK_DETACH_TIMEOUT, then
+ * outstanding work requests (at most VISOCK_VC_DETACH_TIMEOUT, then
  * the QP is killed as stuck, which flushes them) and gives the send
  * buffer back to the pool.  The receive ring and the token index go back
- * too if the peer is quiet (visock_link_peer_quiet()) or cannot write to
+ * too if the peer is quiet (visock_vc_peer_quiet()) or cannot write to
  * the ring (it never learnt of it, or the QP is dead or broken);
  * otherwise the connection lingers on the QP, without its owner, until
  * the peer's closed or abort flag arrives or the QP ends, so that a late
@@ -554,7 +555,7 @@ out:
  *
  * Context: process context, may sleep; no spinlock held.
  */
-void visock_link_destroy(struct visock_link *l)
+void visock_vc_destroy(struct visock_vc *l)
 {
 	struct visock_qp *q;
 	bool quiet, reap = false, dead = false;
@@ -576,7 +577,7 @@ void visock_link_destroy(struct visock_link *l)
 		if (quiet) {
 			__xa_erase(&q->conns, l->idx);
 		} else {
-			l->rx_fn = visock_link_linger_rx;
+			l->rx_fn = visock_vc_linger_rx;
 			l->rx_ctx = l;
 		}
 		xa_unlock_bh(&q->conns);
@@ -584,7 +585,7 @@ void visock_link_destroy(struct visock_link *l)
 
 	if (!wait_var_event_timeout(&l->outstanding,
 				    !atomic_read(&l->outstanding),
-				    VISOCK_LINK_DETACH_TIMEOUT)) {
+				    VISOCK_VC_DETACH_TIMEOUT)) {
 		/* The peer does not take what we send: give the QP up. */
 		visock_qp_kill(q, "requests did not complete");
 		wait_var_event(&l->outstanding, !atomic_read(&l->outstanding));
@@ -598,7 +599,7 @@ void visock_link_destroy(struct visock_link *l)
 		list_del_init(&l->qp_node);
 	} else {
 		/*
-		 * Hand the link to the QP (see the top of this file): a reap
+		 * Hand the vc to the QP (see the top of this file): a reap
 		 * may free it, and drop its reference to the QP, as soon as
 		 * the lock goes.  A flag that arrived while the receive
 		 * callback was switched, or a kill meanwhile, is seen here;
@@ -614,7 +615,7 @@ void visock_link_destroy(struct visock_link *l)
 	}
 	mutex_unlock(&q->lock);
 
-	if (!quiet && visock_fault(VISOCK_FP_LINK_LINGER))
+	if (!quiet && visock_fault(VISOCK_FP_VC_LINGER))
 		msleep(VISOCK_FAULT_DELAY_MS);
 	visock_lgr_unpick(q, quiet);
 	if (quiet) {
@@ -631,8 +632,8 @@ void visock_link_destroy(struct visock_link *l)
 /* ------------------------------------------------------------------ */
 
 /**
- * visock_link_set_rx() - start delivering receive completions
- * @l: a connected link
+ * visock_vc_set_rx() - start delivering receive completions
+ * @l: a connected vc
  * @fn: called for every receive meant for this connection (softirq, with
  *	the QP's token table lock held: it must not call back into
  *	visock_link_*() other than the posting functions and accessors)
@@ -645,7 +646,7 @@ void visock_link_destroy(struct visock_link *l)
  * Return: 0, -ENODEV if the QP is dead or failed, or an error from
  * posting.
  */
-int visock_link_set_rx(struct visock_link *l, visock_link_rx_fn fn, void *ctx)
+int visock_vc_set_rx(struct visock_vc *l, visock_vc_rx_fn fn, void *ctx)
 {
 	struct visock_qp *q = l->qp;
 	unsigned int n;
@@ -668,8 +669,8 @@ int visock_link_set_rx(struct visock_link *l, visock_link_rx_fn fn, void *ctx)
 }
 
 /**
- * visock_link_set_dead_cb() - ask to be told when the QP dies
- * @l: the link
+ * visock_vc_set_dead_cb() - ask to be told when the QP dies
+ * @l: the vc
  * @dead_cb: called once if the QP is killed (device removed, stuck), or
  *	NULL
  * @ctx: argument for @dead_cb
@@ -681,8 +682,8 @@ int visock_link_set_rx(struct visock_link *l, visock_link_rx_fn fn, void *ctx)
  * Return: 0, or -ENODEV if the QP is dead already (@dead_cb is then
  * not installed and will not be called).
  */
-int visock_link_set_dead_cb(struct visock_link *l,
-			    void (*dead_cb)(void *ctx), void *ctx)
+int visock_vc_set_dead_cb(struct visock_vc *l,
+			  void (*dead_cb)(void *ctx), void *ctx)
 {
 	struct visock_qp *q = l->qp;
 	int err = 0;
@@ -699,21 +700,21 @@ int visock_link_set_dead_cb(struct visock_link *l,
 }
 
 /**
- * visock_link_is_dead() - is the connection's QP of no use any more?
- * @l: the link
+ * visock_vc_is_dead() - is the connection's QP of no use any more?
+ * @l: the vc
  *
  * Context: any context.
  * Return: true once the QP was killed or a request on it failed.
  */
-bool visock_link_is_dead(const struct visock_link *l)
+bool visock_vc_is_dead(const struct visock_vc *l)
 {
 	return READ_ONCE(l->qp->dead) ||
 	       test_bit(VISOCK_QP_BROKEN, &l->qp->broken);
 }
 
 /**
- * visock_link_suspect() - a connection on the QP failed over to TCP
- * @l: the link
+ * visock_vc_suspect() - a connection on the QP failed over to TCP
+ * @l: the vc
  *
  * The QP takes no new connections (they get a new one) and goes once its
  * connections have: its peer may have lost its end (device removed), or
@@ -721,7 +722,7 @@ bool visock_link_is_dead(const struct visock_link *l)
  *
  * Context: any context.
  */
-void visock_link_suspect(struct visock_link *l)
+void visock_vc_suspect(struct visock_vc *l)
 {
 	WRITE_ONCE(l->qp->dying, true);
 	/* Not healthy after all: no wait for lingering connections. */
@@ -729,15 +730,15 @@ void visock_link_suspect(struct visock_link *l)
 }
 
 /**
- * visock_link_peer_quiet() - the peer will not write to our ring any more
- * @l: the link
+ * visock_vc_peer_quiet() - the peer will not write to our ring any more
+ * @l: the vc
  *
  * Called when the peer's closed or abort flag arrives: the ring and the
  * token index may then be reused once the connection ends.
  *
  * Context: any context.
  */
-void visock_link_peer_quiet(struct visock_link *l)
+void visock_vc_peer_quiet(struct visock_vc *l)
 {
 	WRITE_ONCE(l->peer_quiet, true);
 }
@@ -747,34 +748,34 @@ void visock_link_peer_quiet(struct visock_link *l)
 /* ------------------------------------------------------------------ */
 
 /**
- * visock_link_qpn() - our QP number
- * @l: the link
+ * visock_vc_qpn() - our QP number
+ * @l: the vc
  *
  * Context: any context.
  * Return: the local number of the shared QP (kept after it is gone).
  */
-u32 visock_link_qpn(const struct visock_link *l)
+u32 visock_vc_qpn(const struct visock_vc *l)
 {
 	return l->qp->qpn;
 }
 
 /**
- * visock_link_rbuf() - kernel address of our receive ring
- * @l: the link
+ * visock_vc_rbuf() - kernel address of our receive ring
+ * @l: the vc
  *
- * The memory stays valid until visock_link_destroy(), also after a kill.
+ * The memory stays valid until visock_vc_destroy(), also after a kill.
  *
  * Context: any context.
- * Return: start of the ring, visock_link_rbuf_size() bytes long.
+ * Return: start of the ring, visock_vc_rbuf_size() bytes long.
  */
-void *visock_link_rbuf(const struct visock_link *l)
+void *visock_vc_rbuf(const struct visock_vc *l)
 {
 	return l->rbuf->kaddr;
 }
 
 /**
- * visock_link_rbuf_sync_for_cpu() - make received bytes visible to the CPU
- * @l: the link
+ * visock_vc_rbuf_sync_for_cpu() - make received bytes visible to the CPU
+ * @l: the vc
  * @off: ring offset of the bytes the peer just wrote
  * @len: their number (the range may wrap at the end of the ring)
  *
@@ -784,7 +785,7 @@ void *visock_link_rbuf(const struct visock_link *l)
  * Context: the receive callback (softirq): the ring is mapped until the
  * QP is drained, which waits for the callback.
  */
-void visock_link_rbuf_sync_for_cpu(struct visock_link *l, u32 off, u32 len)
+void visock_vc_rbuf_sync_for_cpu(struct visock_vc *l, u32 off, u32 len)
 {
 	struct visock_rbuf *rb = l->rbuf;
 
@@ -793,68 +794,68 @@ void visock_link_rbuf_sync_for_cpu(struct visock_link *l, u32 off, u32 len)
 }
 
 /**
- * visock_link_rbuf_size() - size of our receive ring
- * @l: the link
+ * visock_vc_rbuf_size() - size of our receive ring
+ * @l: the vc
  *
  * Context: any context.
  * Return: ring size in bytes.
  */
-u32 visock_link_rbuf_size(const struct visock_link *l)
+u32 visock_vc_rbuf_size(const struct visock_vc *l)
 {
 	return l->rbuf->size;
 }
 
 /**
- * visock_link_peer_rbuf_size() - size of the peer's ring
- * @l: a connected link
+ * visock_vc_peer_rbuf_size() - size of the peer's ring
+ * @l: a connected vc
  *
  * Context: any context.
  * Return: ring size in bytes (0 before connecting).
  */
-u32 visock_link_peer_rbuf_size(const struct visock_link *l)
+u32 visock_vc_peer_rbuf_size(const struct visock_vc *l)
 {
 	return l->peer.size;
 }
 
 /**
- * visock_link_sbuf() - kernel address of our send buffer
- * @l: a connected link
+ * visock_vc_sbuf() - kernel address of our send buffer
+ * @l: a connected vc
  *
- * The send buffer mirrors the peer's ring: visock_link_post_write() copies
+ * The send buffer mirrors the peer's ring: visock_vc_post_write() copies
  * the bytes at offset o of it to offset o of the peer's ring.  The memory
- * stays valid until visock_link_destroy(), also after a kill.
+ * stays valid until visock_vc_destroy(), also after a kill.
  *
  * Context: any context.
- * Return: start of the buffer, visock_link_peer_rbuf_size() bytes long.
+ * Return: start of the buffer, visock_vc_peer_rbuf_size() bytes long.
  */
-void *visock_link_sbuf(const struct visock_link *l)
+void *visock_vc_sbuf(const struct visock_vc *l)
 {
-	/* A lazy client's link has none until the switch reply. */
+	/* A lazy client's vc has none until the switch reply. */
 	return l->sbuf ? l->sbuf->kaddr : NULL;
 }
 
 /**
- * visock_link_ctrl_slot() - a send slot for the connection's cursor messages
- * @l: the link
- * @idx: slot number, below VISOCK_LINK_SQ_DEPTH
+ * visock_vc_ctrl_slot() - a send slot for the connection's cursor messages
+ * @l: the vc
+ * @idx: slot number, below VISOCK_VC_SQ_DEPTH
  *
- * What visock_link_post_ctrl(@idx) sends; write it only while no send of
- * that slot is outstanding.  Memory stays valid while the link exists.
+ * What visock_vc_post_ctrl(@idx) sends; write it only while no send of
+ * that slot is outstanding.  Memory stays valid while the vc exists.
  *
  * Context: any context.
- * Return: the slot, VISOCK_LINK_CTRL_SLOT bytes.
+ * Return: the slot, VISOCK_QP_CTRL_SLOT bytes.
  */
-void *visock_link_ctrl_slot(const struct visock_link *l, unsigned int idx)
+void *visock_vc_ctrl_slot(const struct visock_vc *l, unsigned int idx)
 {
 	return visock_qp_slot(l->qp, visock_qp_tx_slot(l->qp, l->idx, idx));
 }
 
 /**
- * visock_link_post_ctrl() - send a cursor message from a send slot
- * @l: a connected link
- * @idx: send slot, below VISOCK_LINK_SQ_DEPTH, already filled in
- * @len: message length, at most VISOCK_LINK_CTRL_SLOT
- * @cqe: completion handler; it must end with visock_link_wc_done()
+ * visock_vc_post_ctrl() - send a cursor message from a send slot
+ * @l: a connected vc
+ * @idx: send slot, below VISOCK_VC_SQ_DEPTH, already filled in
+ * @len: message length, at most VISOCK_QP_CTRL_SLOT
+ * @cqe: completion handler; it must end with visock_vc_wc_done()
  *
  * Posts one signaled SEND.  It consumes one receive request of the peer.
  *
@@ -862,21 +863,21 @@ void *visock_link_ctrl_slot(const struct visock_link *l, unsigned int idx)
  * Return: 0, -ENOTCONN if the QP cannot be posted to, -ENODEV if it is
  * dead, or the error of ib_post_send().
  */
-int visock_link_post_ctrl(struct visock_link *l, unsigned int idx, u32 len,
-			  struct ib_cqe *cqe)
+int visock_vc_post_ctrl(struct visock_vc *l, unsigned int idx, u32 len,
+			struct ib_cqe *cqe)
 {
 	struct visock_qp *q = l->qp;
 
-	if (WARN_ON_ONCE(idx >= VISOCK_LINK_SQ_DEPTH ||
-			 len > VISOCK_LINK_CTRL_SLOT))
+	if (WARN_ON_ONCE(idx >= VISOCK_VC_SQ_DEPTH ||
+			 len > VISOCK_QP_CTRL_SLOT))
 		return -EINVAL;
 	return visock_wr_post_slot(q, l, visock_qp_tx_slot(q, l->idx, idx),
 				   len, cqe, VISOCK_FP_POST_CTRL);
 }
 
 /* A WRITE of the send buffer, finished under the QP's post_lock. */
-struct visock_link_write {
-	struct visock_link *l;
+struct visock_vc_write {
+	struct visock_vc *l;
 	struct ib_sge *sge;
 	int n;
 	u32 off;
@@ -884,9 +885,9 @@ struct visock_link_write {
 };
 
 /* The send buffer's key and DMA sync: valid while it may be posted. */
-static int visock_link_prep_write(struct visock_qp *q, void *arg)
+static int visock_vc_prep_write(struct visock_qp *q, void *arg)
 {
-	struct visock_link_write *pw = arg;
+	struct visock_vc_write *pw = arg;
 	struct visock_rbuf *sbuf = pw->l->sbuf;
 	int i;
 
@@ -902,12 +903,12 @@ static int visock_link_prep_write(struct visock_qp *q, void *arg)
 }
 
 /**
- * visock_link_post_write() - RDMA WRITE a range of the send buffer
- * @l: a connected link
+ * visock_vc_post_write() - RDMA WRITE a range of the send buffer
+ * @l: a connected vc
  * @off: offset of the range in the send buffer and in the peer's ring
- * @len: length, 1 .. min(visock_link_peer_rbuf_size(), VISOCK_IMM_LEN_MAX)
+ * @len: length, 1 .. min(visock_vc_peer_rbuf_size(), VISOCK_IMM_LEN_MAX)
  * @imm: immediate data for the peer's receive completion
- * @cqe: completion handler; it must end with visock_link_wc_done()
+ * @cqe: completion handler; it must end with visock_vc_wc_done()
  *
  * Writes the bytes at @off (wrapping at the end of the buffer) to the
  * same offsets of the peer's ring.  Without a wrap this is one RDMA WRITE
@@ -917,14 +918,14 @@ static int visock_link_prep_write(struct visock_qp *q, void *arg)
  *
  * Context: process or softirq context.
  * Return: the number of work requests posted (1 or 2), -EINVAL for a bad
- * range, or an error as visock_link_post_ctrl() (then nothing may be
+ * range, or an error as visock_vc_post_ctrl() (then nothing may be
  * assumed about the first request of a chain).
  */
-int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
-			   __be32 imm, struct ib_cqe *cqe)
+int visock_vc_post_write(struct visock_vc *l, u32 off, u32 len,
+			 __be32 imm, struct ib_cqe *cqe)
 {
 	struct visock_qp *q = l->qp;
-	struct visock_link_write pw;
+	struct visock_vc_write pw;
 	struct ib_rdma_wr wr[2] = {};
 	struct ib_sge sge[2];
 	u32 size = l->peer.size, part;
@@ -959,13 +960,13 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
 	pw.off = off;
 	pw.len = len;
 	err = visock_wr_post_send(q, l, &wr[0].wr, VISOCK_FP_POST_WRITE,
-				  visock_link_prep_write, &pw);
+				  visock_vc_prep_write, &pw);
 	return err ? err : n;
 }
 
 /**
- * visock_link_diag() - describe a connection's QP for socket diagnostics
- * @l: the link
+ * visock_vc_diag() - describe a connection's QP for socket diagnostics
+ * @l: the vc
  * @d: filled in (device name, port, QP, state, GIDs, this connection's
  *	registered bytes, the QP's counters); the peer's QP number is the
  *	owner's to fill in
@@ -973,7 +974,7 @@ int visock_link_post_write(struct visock_link *l, u32 off, u32 len,
  * Context: process context; takes the QP's lock, so the caller may hold
  * lock_sock() of the owner but no spinlock.
  */
-void visock_link_diag(struct visock_link *l, struct visock_diag_link *d)
+void visock_vc_diag(struct visock_vc *l, struct visock_diag_link *d)
 {
 	struct visock_qp *q = l->qp;
 
