@@ -26,8 +26,9 @@
  * struct visock_vc is one connection's share of a QP: a token (slot
  * index plus random bits) the peer puts in its messages, a receive ring
  * and a send buffer from the QP's pool, the peer's ring, and the data
- * path's receive callback and dead callback.  The data path (visock_cdc.c,
- * visock_tx.c, visock_rx.c) only sees struct visock_vc.
+ * path's receive callback and dead callback.  The data path
+ * (visock_rdma.c, visock_tx.c, visock_rx.c, visock_cdc.c, visock_close.c,
+ * visock_failover.c) only sees struct visock_vc.
  *
  * Receive completions are dispatched by the QP: the immediate data of a
  * WRITE WITH IMMEDIATE and the token of a cursor message name the
