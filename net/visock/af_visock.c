@@ -80,7 +80,7 @@
 #include "visock_fault.h"
 #include "visock_sockopt.h"
 #include "visock_diag.h"
-#include "visock_genl.h"
+#include "visock_event.h"
 #include "visock_policy.h"
 #include "visock_inet.h"
 
@@ -111,7 +111,7 @@ void visock_set_fallback(struct visock_sock *vsk, u8 reason)
 	visock_set_mode(vsk, VISOCK_MODE_TCP);
 	visock_count_fallback(vsk, reason);
 	trace_visock_fallback(vsk, reason);
-	visock_genl_notify_sock(vsk, VISOCK_EVENT_FALLBACK, reason, NULL);
+	visock_event_sock(vsk, VISOCK_EVENT_FALLBACK, reason, NULL);
 }
 
 /*

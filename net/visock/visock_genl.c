@@ -32,6 +32,7 @@
 
 #include "visock.h"
 #include "visock_diag.h"
+#include "visock_event.h"
 #include "visock_genl.h"
 #include "visock_ib.h"
 #include "visock_vc.h"
@@ -548,8 +549,9 @@ static void visock_genl_event_send(struct sk_buff *skb, struct net *net,
  *
  * Context: any (GFP_ATOMIC); no socket callback lock of @vsk held.
  */
-void visock_genl_notify_sock(struct visock_sock *vsk, u8 type, int arg,
-			     const struct visock_diag_link *link)
+static void visock_genl_notify_sock(struct visock_sock *vsk, u8 type,
+				    int arg,
+				    const struct visock_diag_link *link)
 {
 	struct net *net = sock_net(&vsk->sk);
 	struct nlattr *nest, *lnest;
@@ -595,7 +597,7 @@ err:
  *
  * Context: process context (the ib_client callbacks); takes net_rwsem.
  */
-void visock_genl_notify_dev(struct ib_device *ibdev, u8 type)
+static void visock_genl_notify_dev(struct ib_device *ibdev, u8 type)
 {
 	struct nlattr *nest;
 	struct sk_buff *skb;
@@ -685,6 +687,12 @@ struct genl_family visock_genl_family __ro_after_init = {
 	.n_mcgrps	= ARRAY_SIZE(visock_genl_mcgrps),
 };
 
+/* The consumer of visock_event.c's reports: multicast to "events". */
+static const struct visock_event_ops visock_genl_event_ops = {
+	.sock	= visock_genl_notify_sock,
+	.dev	= visock_genl_notify_dev,
+};
+
 /**
  * visock_genl_init() - register the "visock" generic netlink family
  *
@@ -700,6 +708,7 @@ int visock_genl_init(void)
 	mutex_lock(&visock_genl_dev_lock);
 	WRITE_ONCE(visock_genl_ready, true);
 	mutex_unlock(&visock_genl_dev_lock);
+	visock_event_set_consumer(&visock_genl_event_ops);
 	return 0;
 }
 
@@ -710,6 +719,7 @@ int visock_genl_init(void)
  */
 void visock_genl_exit(void)
 {
+	visock_event_set_consumer(NULL);
 	mutex_lock(&visock_genl_dev_lock);
 	WRITE_ONCE(visock_genl_ready, false);
 	mutex_unlock(&visock_genl_dev_lock);

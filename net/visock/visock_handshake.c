@@ -60,7 +60,7 @@
 #include "visock_llc.h"
 #include "visock_rdma.h"
 #include "visock_trace.h"
-#include "visock_genl.h"
+#include "visock_event.h"
 #include "visock_debugfs.h"
 #include "visock_nf.h"
 
@@ -264,7 +264,7 @@ void visock_hs_success(struct visock_sock *vsk)
 	visock_vc_confirmed(vsk->vc);
 	visock_vc_diag(vsk->vc, &d);
 	d.vdl_peer_qpn = vsk->peer_qpn;
-	visock_genl_notify_sock(vsk, VISOCK_EVENT_LINK_UP, 0, &d);
+	visock_event_sock(vsk, VISOCK_EVENT_LINK_UP, 0, &d);
 }
 
 /* The stream cannot be trusted any more: end the connection. */

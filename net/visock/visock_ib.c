@@ -29,8 +29,8 @@
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
+#include "visock_event.h"
 #include "visock_fault.h"
-#include "visock_genl.h"
 #include "visock_ib.h"
 #include "visock_lgr.h"
 #include "visock_llc.h"
@@ -121,7 +121,7 @@ static int visock_ib_add(struct ib_device *ibdev)
 
 	ib_set_client_data(ibdev, &visock_ib_client, vdev);
 	pr_info("visock: using RDMA device %s\n", dev_name(&ibdev->dev));
-	visock_genl_notify_dev(ibdev, VISOCK_EVENT_DEV_ADD);
+	visock_event_dev(ibdev, VISOCK_EVENT_DEV_ADD);
 	return 0;
 }
 
@@ -129,7 +129,7 @@ static void visock_ib_remove(struct ib_device *ibdev, void *data)
 {
 	struct visock_ibdev *vdev = data;
 
-	visock_genl_notify_dev(ibdev, VISOCK_EVENT_DEV_REMOVE);
+	visock_event_dev(ibdev, VISOCK_EVENT_DEV_REMOVE);
 	/* From here on no visock_vc_create() can find the device. */
 	mutex_lock(&visock_ibdevs_lock);
 	list_del(&vdev->list);

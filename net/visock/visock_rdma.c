@@ -22,7 +22,7 @@
 #include "visock_rdma.h"
 #include "visock_trace.h"
 #include "visock_fault.h"
-#include "visock_genl.h"
+#include "visock_event.h"
 
 /*
  * The shared QP died (device removed, stuck peer).  Called by
@@ -118,8 +118,7 @@ void visock_rdma_destroy_vc(struct visock_sock *vsk)
 		/* A vc that was up (or killed with its device) goes down. */
 		if (d.vdl_state == VISOCK_LINK_STATE_UP ||
 		    d.vdl_state == VISOCK_LINK_STATE_DEAD)
-			visock_genl_notify_sock(vsk, VISOCK_EVENT_LINK_DOWN, 0,
-						&d);
+			visock_event_sock(vsk, VISOCK_EVENT_LINK_DOWN, 0, &d);
 	}
 
 	if (dp) {
@@ -189,7 +188,7 @@ void visock_dp_fail_locked(struct visock_dp *dp, int err, bool tell_peer,
 	net_info_ratelimited("visock: QP %u: connection reset: %s (%d)\n",
 			     visock_vc_qpn(dp->vc), why, detail);
 	trace_visock_abort(dp->vsk, err);
-	visock_genl_notify_sock(dp->vsk, VISOCK_EVENT_ABORT, -err, NULL);
+	visock_event_sock(dp->vsk, VISOCK_EVENT_ABORT, -err, NULL);
 	if (tell_peer && dp->state == VISOCK_DP_LIVE) {
 		dp->abort = true;
 		dp->ctrl_pending = true;
