@@ -1173,29 +1173,14 @@ static int visock_getsockopt_info(struct visock_sock *vsk,
 				  char __user *optval, int __user *optlen,
 				  int len)
 {
-	struct visock_info info = { };
+	struct visock_info info;
 
 	if (len < 0)
 		return -EINVAL;
 	lock_sock(&vsk->sk);
-	info.vi_mode = READ_ONCE(vsk->mode);
-	info.vi_fallback_reason = READ_ONCE(vsk->fb_reason);
-	info.vi_version = vsk->hs_version;
-	info.vi_local_qpn = vsk->vc ? visock_vc_qpn(vsk->vc) : 0;
-	info.vi_peer_qpn = vsk->peer_qpn;
-	info.vi_local_token = vsk->local_token;
-	info.vi_peer_token = vsk->peer_token;
-	info.vi_rbuf_size = vsk->vc ? visock_vc_rbuf_size(vsk->vc) : 0;
-	info.vi_peer_rbuf_size = vsk->peer_rbuf_size;
-	if (test_bit(VISOCK_F_SYN_OPT, &vsk->flags))
-		info.vi_flags |= VISOCK_INFO_F_SYN_OPT;
-	if (test_bit(VISOCK_F_PEER_OPT, &vsk->flags))
-		info.vi_flags |= VISOCK_INFO_F_PEER_OPT;
-	if (test_bit(VISOCK_F_LINK_UP, &vsk->flags))
-		info.vi_flags |= VISOCK_INFO_F_LINK_UP;
+	visock_diag_info(vsk, &info);
 	if (READ_ONCE(vsk->lazy_bytes) && test_bit(VISOCK_F_DECIDED, &vsk->flags))
 		info.vi_flags |= VISOCK_INFO_F_LAZY;
-	visock_dp_query(vsk, &info, NULL);
 	release_sock(&vsk->sk);
 
 	len = min_t(int, len, sizeof(info));

@@ -224,11 +224,17 @@ int visock_diag_walk(struct net *net, u64 *after, visock_diag_fn_t fn,
 	return err;
 }
 
-/*
- * Keep in sync with visock_getsockopt_info() in af_visock.c, which fills
- * the same structure for getsockopt(VISOCK_INFO).  Under lock_sock().
+/**
+ * visock_diag_info() - what a socket reports about its connection
+ * @vsk: the socket
+ * @info: filled in (zeroed first)
+ *
+ * The one filler of struct visock_info: sock_diag and
+ * getsockopt(VISOCK_INFO) both report what it writes.
+ *
+ * Context: process context, under lock_sock(@vsk).
  */
-static void visock_diag_info(struct visock_sock *vsk, struct visock_info *info)
+void visock_diag_info(struct visock_sock *vsk, struct visock_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->vi_mode = READ_ONCE(vsk->mode);

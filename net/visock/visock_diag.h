@@ -12,6 +12,7 @@ struct net;
 struct seq_file;
 struct visock_diag_msg;
 struct visock_gauges;
+struct visock_info;
 struct visock_sock;
 
 typedef int (*visock_diag_fn_t)(struct visock_sock *vsk, void *arg);
@@ -21,6 +22,7 @@ int visock_diag_walk(struct net *net, u64 *after, visock_diag_fn_t fn,
 		     visock_diag_fn_t busy, void *arg);
 void visock_diag_addrs(const struct visock_sock *vsk,
 		       struct visock_diag_msg *m);
+void visock_diag_info(struct visock_sock *vsk, struct visock_info *info);
 void visock_diag_link_sock(struct visock_sock *vsk);
 void visock_diag_unlink_sock(struct visock_sock *vsk);
 void visock_diag_destruct(struct visock_sock *vsk);
