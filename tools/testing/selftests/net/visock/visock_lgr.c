@@ -1381,6 +1381,8 @@ static void lazy_crr(struct vt_ctx *c)
 	switches = hu_proc("lazy_switches");
 	wrs = hu_proc("rdma_wr_posted");
 	hs = hu_proc("handshakes_started");
+	/* The server counts a lazy start when the client connects. */
+	vt_sync(c, "counters sampled");
 	for (i = 0; i < LAZY_CRR; i++) {
 		for (j = 0; j < (int)sizeof(req); j++)
 			req[j] = (char)(i * 7 + j);
@@ -1642,6 +1644,7 @@ static void lazy_after_close(struct vt_ctx *c)
 	}
 	reset = hu_proc("lazy_switch_reset");
 	aborted = hu_proc("handshakes_aborted");
+	vt_sync(c, "counters sampled");
 	for (r = 0; r < LAC_ROUNDS; r++) {
 		if (vt_is_client(c)) {
 			/* On the QP: this one proposes no lazy start. */
