@@ -332,6 +332,25 @@ struct visock_qp *visock_lgr_switch_qp(struct net *net,
 }
 
 /*
+ * Take down a QP that is off the namespace's list: tell the peer, release
+ * the verbs objects, and reap its connections.  The caller still holds
+ * the list's reference.  Context: process context, may sleep (up to the
+ * delete message's timeout and the QP's drain).
+ */
+static void visock_qp_teardown(struct visock_qp *q)
+{
+	visock_qp_send_delete(q);
+	mutex_lock(&q->lock);
+	trace_visock_link_down(q->qpn, q->state == VISOCK_QP_UP, false);
+	visock_qp_release_verbs(q);
+	WRITE_ONCE(q->dead, true);
+	mutex_unlock(&q->lock);
+	visock_qp_ka_stop(q);
+	visock_qp_reap(q, true);
+	flush_work(&q->reap_work);
+}
+
+/*
  * Destroy a QP nobody uses any more, unless a connection attached in the
  * meantime.  Context: process context (visock_wq).
  */
@@ -373,15 +392,7 @@ static void visock_qp_idle_work(struct work_struct *work)
 
 	if (visock_fault(VISOCK_FP_QP_TEARDOWN))
 		msleep(VISOCK_FAULT_DELAY_MS);
-	visock_qp_send_delete(q);
-	mutex_lock(&q->lock);
-	trace_visock_link_down(q->qpn, q->state == VISOCK_QP_UP, false);
-	visock_qp_release_verbs(q);
-	WRITE_ONCE(q->dead, true);
-	mutex_unlock(&q->lock);
-	visock_qp_ka_stop(q);
-	visock_qp_reap(q, true);
-	flush_work(&q->reap_work);
+	visock_qp_teardown(q);
 	kref_put(&q->ref, visock_qp_free);	/* the list's */
 out:
 	kref_put(&q->ref, visock_qp_free);	/* the queueing's */
@@ -839,14 +850,7 @@ void visock_lgr_net_exit(struct net *net)
 		if (cancel_delayed_work(&q->idle_work))
 			kref_put(&q->ref, visock_qp_free);
 		flush_delayed_work(&q->idle_work);
-		visock_qp_send_delete(q);
-		mutex_lock(&q->lock);
-		visock_qp_release_verbs(q);
-		WRITE_ONCE(q->dead, true);
-		mutex_unlock(&q->lock);
-		visock_qp_ka_stop(q);
-		visock_qp_reap(q, true);
-		flush_work(&q->reap_work);
+		visock_qp_teardown(q);
 		atomic64_inc(&vn->lgr_qps_destroyed);
 		kref_put(&q->ref, visock_qp_free);
 	}
