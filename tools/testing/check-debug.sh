@@ -44,17 +44,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 start=$(date +%s)
 
-banner() { echo; echo "=== make check-debug: $* ($(($(date +%s) - start)) s)"; }
-
-result() { # 0|1 LABEL
-	if [ "$1" = 0 ]; then
-		passed=$((passed + 1))
-		summary+=("ok: $2")
-	else
-		failed=$((failed + 1))
-		summary+=("FAILED: $2")
-	fi
-}
+check_name=check-debug
+# shellcheck source=check-lib.sh
+. "$T/check-lib.sh"
 
 finish() {
 	banner "summary"

@@ -36,17 +36,9 @@ passed=0 failed=0 skipped=0
 summary=()
 start=$(date +%s)
 
-banner() { echo; echo "=== make check-fleet: $* ($(($(date +%s) - start)) s)"; }
-
-result() { # 0|1 LABEL
-	if [ "$1" = 0 ]; then
-		passed=$((passed + 1))
-		summary+=("$2: ok")
-	else
-		failed=$((failed + 1))
-		summary+=("$2: FAILED")
-	fi
-}
+check_name=check-fleet
+# shellcheck source=check-lib.sh
+. "$T/check-lib.sh"
 
 picks=(--pick module.load --pick kernel_log_clean)
 if [ $# -gt 0 ]; then

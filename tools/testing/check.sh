@@ -55,19 +55,9 @@ count_ktap() {
 	summary+=("$label: $p passed, $f failed, $s skipped")
 }
 
-# One pass/fail result for a whole stage.
-result() {
-	local ok=$1 label=$2
-	if [ "$ok" = 0 ]; then
-		passed=$((passed + 1))
-		summary+=("$label: ok")
-	else
-		failed=$((failed + 1))
-		summary+=("$label: FAILED")
-	fi
-}
-
-banner() { echo; echo "=== make check: $* ($(($(date +%s) - start)) s)"; }
+check_name=check
+# shellcheck source=check-lib.sh
+. "$T/check-lib.sh"
 
 banner "dependencies"
 # Everything demo, check and bench need (tools/testing/deps.sh): Debian
