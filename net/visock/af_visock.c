@@ -21,8 +21,10 @@
  * held by its listener's accept queue and moves to the application's
  * socket in accept(2).  Every queued work item holds a reference of its
  * own (sock_hold() before queue_work(), dropped by the work, or by
- * whoever cancels it).  The module cannot be unloaded while any visock
- * socket exists: the socket layer and sk_alloc() hold module references.
+ * whoever cancels it); the close work of a connection in RDMA mode holds
+ * one reference from close() to its last run (visock_tx_close()).  The
+ * module cannot be unloaded while any visock socket exists: the socket
+ * layer and sk_alloc() hold module references.
  *
  * States.  sk_state uses TCP's values: TCP_CLOSE (new or closed),
  * TCP_SYN_SENT (connect in progress), TCP_ESTABLISHED and TCP_LISTEN.

@@ -294,12 +294,27 @@ bool visock_tx_close(struct visock_sock *vsk)
 	/*
 	 * Draining and destroying the queue pair waits for the device; a
 	 * stuck one must not keep close() from returning.
+	 *
+	 * References of the close work: this one sock_hold() is the only
+	 * reference it ever has, and the run that clears @close_armed is
+	 * the only one that drops it (the last line of
+	 * visock_tx_close_work()).  From here until that run the work is
+	 * always queued or running: visock_dp_wake() only moves it ahead
+	 * (mod_delayed_work(), under @dp->lock and only while armed, so
+	 * never a second instance), and a run that has to wait queues
+	 * itself again.  Arming and the first queueing therefore happen
+	 * together under @dp->lock: armed but not yet queued, a completion
+	 * or a TCP callback (softirqs run at spin_unlock_bh(), and the task
+	 * may be preempted there) could queue the work, which may run to
+	 * its end and free @dp - and our queueing after that would queue
+	 * freed memory and put the socket a second time.  Nothing here
+	 * touches @dp after the unlock.
 	 */
 	sock_hold(sk);
 	spin_lock_bh(&dp->lock);
 	dp->close_armed = true;
-	spin_unlock_bh(&dp->lock);
 	queue_delayed_work(visock_wq, &dp->close_work, 0);
+	spin_unlock_bh(&dp->lock);
 	return true;
 }
 
