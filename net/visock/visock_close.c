@@ -19,11 +19,13 @@
  *
  * The rules for lifetime and locking are at the top of visock_tx.c.
  */
+#include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/sched/signal.h>
 #include <net/sock.h>
 
 #include "visock_debugfs.h"
+#include "visock_fault.h"
 #include "visock_rdma.h"
 #include "visock_tcp.h"
 
@@ -315,6 +317,8 @@ bool visock_tx_close(struct visock_sock *vsk)
 	dp->close_armed = true;
 	queue_delayed_work(visock_wq, &dp->close_work, 0);
 	spin_unlock_bh(&dp->lock);
+	if (visock_fault(VISOCK_FP_CLOSE_HANDOFF))
+		msleep(VISOCK_FAULT_DELAY_MS);
 	return true;
 }
 

@@ -23,7 +23,9 @@
  * VISOCK_FAULT_DELAY_MS when told to fail, to widen a race window
  * ("link_linger": visock_vc_destroy() right after it handed a lingering
  * connection to its QP; "qp_teardown": the idle work right after it took
- * its QP off the namespace's list).
+ * its QP off the namespace's list; "close_handoff": close() of a
+ * connection in RDMA mode right after it handed the rest to its close
+ * work, which may then run to its end first).
  *
  * Faults hit whichever connection of any namespace reaches the point
  * first; the selftests arm a point just before the connection they mean
@@ -67,6 +69,7 @@ static const struct visock_fault_desc visock_fault_points[VISOCK_FP_NR] = {
 	[VISOCK_FP_POST_CTRL]	= { "post_ctrl",	-ENOMEM },
 	[VISOCK_FP_VC_LINGER]	= { "link_linger",	-EAGAIN },
 	[VISOCK_FP_QP_TEARDOWN]	= { "qp_teardown",	-EAGAIN },
+	[VISOCK_FP_CLOSE_HANDOFF] = { "close_handoff",	-EAGAIN },
 };
 
 /* Serialises writers of "point" (and the static key). */

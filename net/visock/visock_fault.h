@@ -35,6 +35,7 @@ enum visock_fault_point {
 	VISOCK_FP_POST_CTRL,	/* ib_post_send() of cursor messages */
 	VISOCK_FP_VC_LINGER,	/* delay: a lingering vc was handed on */
 	VISOCK_FP_QP_TEARDOWN,	/* delay: an idle QP left its namespace's list */
+	VISOCK_FP_CLOSE_HANDOFF, /* delay: close() handed over to its work */
 	VISOCK_FP_NR
 };
 

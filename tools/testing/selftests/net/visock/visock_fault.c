@@ -40,7 +40,7 @@
  * drained: B falls back (nomem), and the QP must still go after close
  * (skipped without Soft-RoCE, failslab or its stack trace filter).
  *
- * Two more tests of teardown under stress:
+ * Three more tests of teardown under stress:
  *
  * signal_storm	SIGUSR1 every millisecond (a helper process) at both
  *		halves while they connect, accept, send and receive 8
@@ -55,6 +55,13 @@
  *		Loopback only: the Soft-RoCE device belongs to the init
  *		namespace, a new namespace has no RDMA path (the handshake
  *		declines), so no link group is created in it.
+ * close_handoff	4 times: a connection on RDMA, 64 KiB from the client,
+ *		read by the server; the client arms the "close_handoff"
+ *		delay and closes: close() waits 1 s right after it handed
+ *		the rest to its close work, which the completion of its
+ *		closed flag runs to its end meanwhile.  The server sees
+ *		EOF; every connection leaves; the kernel log of both
+ *		hosts gains no report (BUG, WARNING, refcount_t, Oops).
  *
  * No test checks how long anything takes; every wait is bounded.
  */
@@ -1815,6 +1822,85 @@ static void lazy_fault(struct vt_ctx *c)
 	vt_sync(c, "done");
 }
 
+/* ---- close_handoff ---- */
+
+#define HANDOFF_CONNS	4
+#define HANDOFF_LEN	(64 * KiB)
+
+/* Kernel log lines that report a bug, a warning or a refcount error. */
+#define KLOG_SPLATS	"BUG[: ]|WARNING:|Oops|general protection|" \
+			"refcount_t|KASAN|Poison overwritten"
+
+static int klog_splats(void)
+{
+	FILE *f;
+	int n = -1;
+
+	f = popen("dmesg 2>/dev/null | grep -cE '" KLOG_SPLATS "'", "r");
+	vt_assert(f, "dmesg: %s", strerror(errno));
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	vt_assert(n >= 0, "cannot read the kernel log (dmesg)");
+	return n;
+}
+
+/*
+ * close() of a connection in RDMA mode hands the rest of the close to a
+ * work item; the "close_handoff" delay holds the closing task 1 s right
+ * after that, while the completion of its closed flag (and then the
+ * server's) kick the work, which runs to its end first: the vc goes and
+ * the work drops its socket reference before close() returns.
+ */
+static void close_handoff(struct vt_ctx *c)
+{
+	long long inj0, inj;
+	int lfd = -1, port = 0, fd, i, splats0, splats;
+
+	need_rdma(c);
+	splats0 = klog_splats();
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+	for (i = 0; i < HANDOFF_CONNS; i++) {
+		fd = pair(c, port, lfd);
+		expect_rdma(fd, "connection");
+		if (vt_is_client(c)) {
+			pl_send(fd, HANDOFF_LEN);
+			vt_sync(c, "all read");
+			inj0 = hu_fault_injected("close_handoff");
+			hu_fault_arm("close_handoff", 1);
+			close(fd);
+			hu_fault_disarm();
+			inj = hu_fault_injected("close_handoff") - inj0;
+			vt_assert(inj == 1,
+				  "cycle %d: the delay fired %lld times, expected once",
+				  i, inj);
+		} else {
+			read_stream(fd, HANDOFF_LEN);
+			vt_sync(c, "all read");
+			su_expect_eof(fd);
+			close(fd);
+		}
+		vt_sync(c, "closed");
+	}
+	if (lfd >= 0)
+		close(lfd);
+	vt_assert(hu_proc_wait("lgr_connections", 0, WAIT_MS) == 0,
+		  "lgr_connections %lld after every connection closed",
+		  hu_proc("lgr_connections"));
+	splats = klog_splats() - splats0;
+	vt_diag("%d closes held after the handoff, %d kernel log reports",
+		HANDOFF_CONNS, splats);
+	vt_assert(!splats,
+		  "the kernel log reports %d bug(s) or warning(s) (dmesg)",
+		  splats);
+	vt_sync(c, "done");
+}
+
 #define T(n, d)	{ n, fault_case, fault_case, 180, d }
 #define A(n, d)	{ n, alloc_case, alloc_case, 900, d }
 #define L(n, d)	{ n, lazy_fault, lazy_fault, 180, d }
@@ -1872,6 +1958,8 @@ static const struct vt_test tests[] = {
 	  "SIGUSR1 every ms at blocking connect/accept/send/recv" },
 	{ "netns_del", netns_del, netns_del, 180,
 	  "ip netns del with visock sockets open, then exit: no leak" },
+	{ "close_handoff", close_handoff, close_handoff, 180,
+	  "close work runs to its end while close() still returns" },
 	A("alloc_slab_setup", "failslab in visock during connect/accept/handshake"),
 	A("alloc_slab_data", "failslab in visock during the streams"),
 	A("alloc_slab_close", "failslab in visock during close and teardown"),
