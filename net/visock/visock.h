@@ -107,6 +107,8 @@
  * @lgr_qps_created: QPs created
  * @lgr_qps_destroyed: QPs destroyed
  * @lgr_reused: connections that joined an existing QP
+ * @lgr_rkey_rotations: receive rings registered with a new remote key for
+ *	their next connection (the old key invalidated first)
  * @lgr_waits: connections that waited for a QP being set up
  * @lgr_retired: QPs that took no new connection any more because
  *	lingering connections held half of them (visock_qp_retire_full())
@@ -164,6 +166,7 @@ struct visock_net {
 	atomic64_t lgr_qps_created;
 	atomic64_t lgr_qps_destroyed;
 	atomic64_t lgr_reused;
+	atomic64_t lgr_rkey_rotations;
 	atomic64_t lgr_waits;
 	atomic64_t lgr_retired;
 	atomic64_t lgr_stale;

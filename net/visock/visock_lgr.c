@@ -600,7 +600,9 @@ void visock_lgr_unpick(struct visock_qp *q, bool put)
 
 /*
  * A ring of @size bytes for direction @dir: a registered one from the
- * pool, else a new one (registered later by visock_vc_connect()).
+ * pool (a receive ring gets a new key before its next registration,
+ * visock_rbuf_new_rkey()), else a new one (registered later by
+ * visock_vc_connect()).
  * Context: process context, under the QP's lock.
  */
 int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
@@ -614,7 +616,8 @@ int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
 	lockdep_assert_held(&q->lock);
 	*out = NULL;
 	list_for_each_entry(rb, &q->pool, node) {
-		if (rb->size == size && rb->dir == dir && rb->registered) {
+		if (rb->size == size && rb->dir == dir &&
+		    (rb->registered || rb->stale)) {
 			list_del_init(&rb->node);
 			*out = rb;
 			return 0;
@@ -653,8 +656,9 @@ int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
 }
 
 /*
- * Give a ring back: to the pool if it is registered and may be reused,
- * to the quarantine if the peer may still write to it, else free it.
+ * Give a ring back: to the pool if it is (or was) registered and may be
+ * reused, to the quarantine if the peer may still write to it, else
+ * free it.
  * Context: process context, under the QP's lock.
  */
 void visock_qp_put_rbuf(struct visock_qp *q, struct visock_rbuf *rb,
@@ -665,7 +669,7 @@ void visock_qp_put_rbuf(struct visock_qp *q, struct visock_rbuf *rb,
 	lockdep_assert_held(&q->lock);
 	if (!rb)
 		return;
-	if (q->dead || !rb->registered || !rb->mr) {
+	if (q->dead || !(rb->registered || rb->stale) || !rb->mr) {
 		visock_rbuf_release_dma(q, rb);
 		q->reg_bytes -= rb->size;
 		atomic64_sub(rb->size, &vn->lgr_mem);

@@ -62,6 +62,8 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 		   (long long)atomic64_read(&vn->lgr_qps_destroyed));
 	seq_printf(seq, "lgr_qp_reused %lld\n",
 		   (long long)atomic64_read(&vn->lgr_reused));
+	seq_printf(seq, "lgr_rkey_rotations %lld\n",
+		   (long long)atomic64_read(&vn->lgr_rkey_rotations));
 	seq_printf(seq, "lgr_qp_waits %lld\n",
 		   (long long)atomic64_read(&vn->lgr_waits));
 	seq_printf(seq, "lgr_qps_retired %lld\n",

@@ -10,6 +10,12 @@
  * the registration itself is a work request posted by
  * visock_vc_connect().  A ring's memory outlives its DMA mapping and MR,
  * which a kill of the QP releases.
+ *
+ * A receive ring that goes from one connection to the next gets a new
+ * remote key each time (visock_rbuf_new_rkey()): the old registration is
+ * invalidated and the new one posted before the new connection's peer
+ * may write, so that a late WRITE with the old key is refused by the
+ * device instead of landing in the new connection's ring.
  */
 #include <linux/log2.h>
 #include <linux/mm.h>
@@ -221,6 +227,31 @@ void visock_rbuf_sync_wrap(struct ib_device *dev, struct visock_rbuf *rb,
 		visock_rbuf_sync(dev, rb, 0, len - part, for_cpu);
 }
 
+/**
+ * visock_rbuf_new_rkey() - give a receive ring a new remote key
+ * @rb: a ring from the pool, about to be handed to another connection
+ *
+ * Changes the key part (the low 8 bits) of the MR's keys; the next
+ * registration of the ring (visock_vc_connect() or visock_vc_register_rx())
+ * first invalidates the registration the device holds with the old key,
+ * then registers the MR with the new one.  Call it before the ring's key
+ * is put in a handshake message.  The key part wraps after 256 reuses:
+ * a WRITE that late still finds a key of another generation, unless it
+ * waited for exactly that many.
+ *
+ * Context: process context, under the QP's lock.
+ */
+void visock_rbuf_new_rkey(struct visock_rbuf *rb)
+{
+	if (rb->registered) {
+		rb->inv_rkey = rb->mr->rkey;
+		rb->stale = true;
+		rb->registered = false;
+	}
+	ib_update_fast_reg_key(rb->mr, ib_inc_rkey(rb->mr->rkey));
+	rb->rkey = rb->mr->rkey;
+}
+
 /* Release the ring's verbs resources; the memory stays. */
 void visock_rbuf_release_dma(struct visock_qp *q, struct visock_rbuf *rb)
 {
@@ -228,6 +259,8 @@ void visock_rbuf_release_dma(struct visock_qp *q, struct visock_rbuf *rb)
 		ib_dereg_mr(rb->mr);
 		rb->mr = NULL;
 	}
+	rb->registered = false;
+	rb->stale = false;
 	if (rb->dma_nents) {
 		ib_dma_unmap_sg(q->ibdev, rb->sgt.sgl, rb->nchunks, rb->dir);
 		rb->dma_nents = 0;

@@ -29,7 +29,12 @@ struct visock_qp;
  * @rkey: remote key of @mr
  * @dir: DMA direction: DMA_FROM_DEVICE for the receive ring,
  *	DMA_TO_DEVICE for the send buffer (the source of our RDMA WRITEs)
- * @registered: the registration work request completed successfully
+ * @registered: the registration work request completed successfully,
+ *	with @rkey
+ * @stale: the device still holds an older registration of @mr, with
+ *	@inv_rkey, that must be invalidated before @mr is registered again
+ *	(visock_rbuf_new_rkey())
+ * @inv_rkey: the key of that older registration
  * @node: entry in a QP's pool or quarantine, under the QP's lock
  *
  * Memory (@kaddr, @chunks) lives until the ring is freed (with its
@@ -51,11 +56,14 @@ struct visock_rbuf {
 	u32 rkey;
 	enum dma_data_direction dir;
 	bool registered;
+	bool stale;
+	u32 inv_rkey;
 	struct list_head node;
 };
 
 void visock_rbuf_free(struct visock_rbuf *rb);
 void visock_rbuf_release_dma(struct visock_qp *q, struct visock_rbuf *rb);
+void visock_rbuf_new_rkey(struct visock_rbuf *rb);
 void visock_rbuf_sync_wrap(struct ib_device *dev, struct visock_rbuf *rb,
 			   u32 off, u32 len, bool for_cpu);
 int visock_rbuf_create(struct visock_qp *q, u32 size,

@@ -35,6 +35,13 @@
  *   peer's to write until it is quiet: such a ring lingers rather than
  *   going back to the pool, however the connection ended, unless the QP
  *   is dead or broken (the peer's writes cannot arrive any more).
+ * - A receive ring from the pool gets a new remote key when a connection
+ *   takes it (visock_rbuf_new_rkey()), before the key goes into a REQ,
+ *   REP or SWITCH; its registration invalidates the old key first.  The
+ *   peer writes only after that registration (after CONFIRM, REP or the
+ *   switch reply), so a WRITE with the old key that is later still is
+ *   refused by the device, and one that is earlier lands in bytes the
+ *   new peer overwrites before it announces them.
  */
 #include <linux/delay.h>
 #include <linux/err.h>
@@ -178,6 +185,9 @@ int visock_vc_create(const struct visock_vc_params *p,
 	l->token = (get_random_u32() << VISOCK_TOKEN_IDX_BITS) | idx;
 	list_add_tail(&l->qp_node, &q->vcs);
 	err = visock_qp_get_rbuf(q, p->rbuf_size, DMA_FROM_DEVICE, &l->rbuf);
+	/* A ring another connection had: the peer learns a new key. */
+	if (!err && (l->rbuf->registered || l->rbuf->stale))
+		visock_rbuf_new_rkey(l->rbuf);
 	mutex_unlock(&q->lock);
 	if (err)
 		goto fail;
@@ -317,13 +327,16 @@ bool visock_vc_reused(const struct visock_vc *l)
 }
 
 /*
- * Post the registrations of the rings that are new (signaled, so that
- * each completion is accounted for).  Under the QP's lock.
+ * Post the registrations of the rings that are new, each preceded by the
+ * invalidation of the ring's old key if it has one (all signaled, so
+ * that each completion is accounted for; a failed invalidation flushes
+ * the registration after it).  Under the QP's lock.
  * Return: number of requests posted, or a negative errno.
  */
 static int visock_vc_post_reg(struct visock_vc *l)
 {
 	struct visock_rbuf *rbs[2] = { l->sbuf, l->rbuf };
+	struct ib_send_wr inv[2] = {}, *first = NULL, **next = &first;
 	struct ib_reg_wr reg[2] = {};
 	struct visock_qp *q = l->qp;
 	int i, n = 0, err;
@@ -334,20 +347,29 @@ static int visock_vc_post_reg(struct visock_vc *l)
 
 		if (!rb || rb->registered)
 			continue;
-		reg[n].wr.opcode = IB_WR_REG_MR;
-		reg[n].wr.wr_cqe = &l->reg_cqe;
-		reg[n].wr.send_flags = IB_SEND_SIGNALED;
-		reg[n].mr = rb->mr;
+		if (rb->stale) {
+			inv[i].opcode = IB_WR_LOCAL_INV;
+			inv[i].wr_cqe = &l->reg_cqe;
+			inv[i].send_flags = IB_SEND_SIGNALED;
+			inv[i].ex.invalidate_rkey = rb->inv_rkey;
+			*next = &inv[i];
+			next = &inv[i].next;
+			n++;
+		}
+		reg[i].wr.opcode = IB_WR_REG_MR;
+		reg[i].wr.wr_cqe = &l->reg_cqe;
+		reg[i].wr.send_flags = IB_SEND_SIGNALED;
+		reg[i].mr = rb->mr;
 		if (rb->dir == DMA_FROM_DEVICE) {
-			reg[n].key = rb->mr->rkey;
-			reg[n].access = IB_ACCESS_LOCAL_WRITE |
+			reg[i].key = rb->mr->rkey;
+			reg[i].access = IB_ACCESS_LOCAL_WRITE |
 					IB_ACCESS_REMOTE_WRITE;
 		} else {
-			reg[n].key = rb->mr->lkey;
-			reg[n].access = IB_ACCESS_LOCAL_WRITE;
+			reg[i].key = rb->mr->lkey;
+			reg[i].access = IB_ACCESS_LOCAL_WRITE;
 		}
-		if (n)
-			reg[n - 1].wr.next = &reg[n].wr;
+		*next = &reg[i].wr;
+		next = &reg[i].wr.next;
 		n++;
 	}
 	if (!n)
@@ -355,9 +377,29 @@ static int visock_vc_post_reg(struct visock_vc *l)
 	atomic_set(&l->reg_left, n);
 	reinit_completion(&l->reg_done);
 	l->reg_status = IB_WC_SUCCESS;
-	err = visock_wr_post_send(q, l, &reg[0].wr, VISOCK_FP_POST_REG, NULL,
-				  NULL);
+	err = visock_wr_post_send(q, l, first, VISOCK_FP_POST_REG, NULL, NULL);
 	return err ? err : n;
+}
+
+/* The registrations of @l's rings succeeded.  Under the QP's lock. */
+static void visock_vc_reg_ok(struct visock_vc *l)
+{
+	struct visock_rbuf *rbs[2] = { l->sbuf, l->rbuf };
+	struct visock_qp *q = l->qp;
+	int i;
+
+	lockdep_assert_held(&q->lock);
+	for (i = 0; i < 2; i++) {
+		struct visock_rbuf *rb = rbs[i];
+
+		if (!rb || rb->registered)
+			continue;
+		rb->registered = true;
+		if (rb->stale) {
+			rb->stale = false;
+			atomic64_inc(&visock_net(q->net)->lgr_rkey_rotations);
+		}
+	}
 }
 
 /* Register the new rings of @l and wait.  Under the QP's lock. */
@@ -385,9 +427,7 @@ static int visock_vc_register(struct visock_vc *l)
 		return -ENODEV;
 	if (READ_ONCE(l->reg_status) != IB_WC_SUCCESS)
 		return -EIO;
-	if (l->sbuf)
-		l->sbuf->registered = true;
-	l->rbuf->registered = true;
+	visock_vc_reg_ok(l);
 	return 0;
 }
 
