@@ -43,6 +43,19 @@
  *	been done.  The peer must drop the copy and count it
  *	(lgr_stale_dropped), or reset that one connection.
  *
+ * stale_write (0/1), stale_done, stale_status, stale_old_rkey,
+ *	stale_new_rkey (read only): a late writer.  With stale_write set,
+ *	the next RDMA WRITE of a connection on a QP where an earlier
+ *	connection ended is preceded by one 8-byte RDMA WRITE to offset 0
+ *	of the ring that earlier connection wrote to, with the key it
+ *	knew, as a peer would whose WRITE was delayed; stale_write goes
+ *	back to 0.  stale_old_rkey and stale_new_rkey are that key and the
+ *	key of the writing connection's peer ring; when the WRITE
+ *	completes, stale_status is its completion status (enum
+ *	ib_wc_status) and stale_done counts up.  The peer's device must
+ *	refuse it (IB_WC_REM_ACCESS_ERR, 10): the ring went to another
+ *	connection with a new key.
+ *
  * socks (read only): one line per visock sock of every namespace that
  *	still exists, closed or not (visock_diag_show_all()); what holds
  *	the module when rmmod says it is in use.
@@ -63,6 +76,11 @@ u32 visock_test_cdc_inject;
 u32 visock_test_cdc_token;
 u32 visock_test_cdc_injected;
 u32 visock_test_swrep_delay_ms;
+u32 visock_test_stale_write;
+u32 visock_test_stale_done;
+u32 visock_test_stale_status;
+u32 visock_test_stale_old_rkey;
+u32 visock_test_stale_new_rkey;
 
 static struct dentry *visock_debugfs_dir;
 
@@ -97,6 +115,16 @@ void visock_debugfs_init(void)
 			   &visock_test_cdc_injected);
 	debugfs_create_u32("swrep_delay_ms", 0600, visock_debugfs_dir,
 			   &visock_test_swrep_delay_ms);
+	debugfs_create_u32("stale_write", 0600, visock_debugfs_dir,
+			   &visock_test_stale_write);
+	debugfs_create_u32("stale_done", 0400, visock_debugfs_dir,
+			   &visock_test_stale_done);
+	debugfs_create_u32("stale_status", 0400, visock_debugfs_dir,
+			   &visock_test_stale_status);
+	debugfs_create_u32("stale_old_rkey", 0400, visock_debugfs_dir,
+			   &visock_test_stale_old_rkey);
+	debugfs_create_u32("stale_new_rkey", 0400, visock_debugfs_dir,
+			   &visock_test_stale_new_rkey);
 	debugfs_create_file("socks", 0400, visock_debugfs_dir, NULL,
 			    &visock_socks_fops);
 	visock_fault_debugfs_init(visock_debugfs_dir);

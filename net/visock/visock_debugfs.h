@@ -18,6 +18,12 @@ extern u32 visock_test_hs_delay_ms;
 extern u32 visock_test_mute_end_flags;
 /* Test hook: a lazy client handles the switch reply this many ms late */
 extern u32 visock_test_swrep_delay_ms;
+/* Test hook: one RDMA WRITE with the key of an ended connection's ring */
+extern u32 visock_test_stale_write;
+extern u32 visock_test_stale_done;
+extern u32 visock_test_stale_status;
+extern u32 visock_test_stale_old_rkey;
+extern u32 visock_test_stale_new_rkey;
 
 /*
  * Cursor message injection (debugfs cdc_inject, test only): the next

@@ -178,6 +178,8 @@ struct visock_qp_rx {
  * @rx: the receive requests
  * @pool: registered rings of ended connections, ready for reuse
  * @quarantine: rings a peer may still write to, kept until the QP ends
+ * @last_peer: the peer's ring of the connection that ended last (for the
+ *	stale_write test hook, visock_debugfs.c)
  * @reg_bytes: bytes of all rings of this QP (for the memory limit)
  * @qp_bytes: estimated bytes of its queues, charged to the memory limit
  *	from the creation of its verbs objects until it is freed
@@ -257,6 +259,7 @@ struct visock_qp {
 
 	struct list_head pool;
 	struct list_head quarantine;
+	struct visock_peer_rbuf last_peer;
 	u64 reg_bytes;
 	u64 qp_bytes;
 

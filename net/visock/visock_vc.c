@@ -50,6 +50,7 @@
 #include <linux/slab.h>
 #include <linux/wait_bit.h>
 
+#include "visock_debugfs.h"
 #include "visock_ib.h"
 #include "visock_lgr.h"
 #include "visock_llc.h"
@@ -607,6 +608,8 @@ void visock_vc_destroy(struct visock_vc *l)
 	mutex_lock(&q->lock);
 	l->dead_cb = NULL;
 	l->dead_ctx = NULL;
+	if (l->connected)
+		q->last_peer = l->peer;
 	mutex_unlock(&q->lock);
 
 	/* A ring the peer learnt of is its to write until it is quiet. */
@@ -942,6 +945,52 @@ static int visock_vc_prep_write(struct visock_qp *q, void *arg)
 	return 0;
 }
 
+static struct visock_vc_stale {
+	struct ib_cqe cqe;
+	struct visock_vc *l;
+} visock_vc_stale;
+
+static void visock_vc_stale_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct visock_vc *l = visock_vc_stale.l;
+
+	WRITE_ONCE(visock_test_stale_status, wc->status);
+	WRITE_ONCE(visock_test_stale_done, visock_test_stale_done + 1);
+	visock_vc_wc_done(l, wc);
+}
+
+/*
+ * Test hook stale_write (visock_debugfs.c): one 8-byte WRITE to the ring
+ * of the connection that ended last on the QP, with the key it knew.
+ */
+static void visock_vc_test_stale_write(struct visock_vc *l)
+{
+	struct visock_qp *q = l->qp;
+	struct visock_peer_rbuf old = q->last_peer;
+	struct visock_vc_write pw = { .l = l, .n = 1, .len = 8 };
+	struct ib_rdma_wr wr = {};
+	struct ib_sge sge = { .length = 8 };
+
+	if (!old.rkey || old.size != l->peer.size ||
+	    cmpxchg(&visock_test_stale_write, 1, 0) != 1)
+		return;
+	visock_vc_stale.cqe.done = visock_vc_stale_done;
+	visock_vc_stale.l = l;
+	WRITE_ONCE(visock_test_stale_old_rkey, old.rkey);
+	WRITE_ONCE(visock_test_stale_new_rkey, l->peer.rkey);
+	wr.wr.wr_cqe = &visock_vc_stale.cqe;
+	wr.wr.sg_list = &sge;
+	wr.wr.num_sge = 1;
+	wr.wr.opcode = IB_WR_RDMA_WRITE;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.remote_addr = old.addr;
+	wr.rkey = old.rkey;
+	pw.sge = &sge;
+	if (visock_wr_post_send(q, l, &wr.wr, VISOCK_FP_NR,
+				visock_vc_prep_write, &pw))
+		WRITE_ONCE(visock_test_stale_write, 1);
+}
+
 /**
  * visock_vc_post_write() - RDMA WRITE a range of the send buffer
  * @l: a connected vc
@@ -973,6 +1022,8 @@ int visock_vc_post_write(struct visock_vc *l, u32 off, u32 len,
 
 	if (!len || len > size || off >= size || len > VISOCK_IMM_LEN_MAX)
 		return -EINVAL;
+	if (unlikely(READ_ONCE(visock_test_stale_write)))
+		visock_vc_test_stale_write(l);
 	part = min(len, size - off);
 	n = part < len ? 2 : 1;
 	for (i = 0; i < n; i++) {
