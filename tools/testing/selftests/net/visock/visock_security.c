@@ -1656,6 +1656,133 @@ static void linger_reap_race(struct vt_ctx *c)
 		  hu_proc("lgr_connections"));
 }
 
+#define RK_BYTES	(256 * 1024)	/* connection B's stream */
+#define RK_REM_ACCESS	10		/* IB_WC_REM_ACCESS_ERR */
+
+static long long rk_hook(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HU_DEBUGFS_DIR "%s", name);
+	return hu_read_ll(path);
+}
+
+/* One connection more through @lfd (server) or to @port (client). */
+static int rk_open(struct vt_ctx *c, int lfd, int port, const char *what,
+		   struct visock_info *vi)
+{
+	int fd = vt_is_client(c) ? lt_connect(c, port) :
+				   su_accept(lfd, SOCK_CLOEXEC);
+
+	hu_expect_rdma(fd, what, vi);
+	return fd;
+}
+
+/*
+ * rkey_rotation: a keeper connection holds the QP; connection A gets a
+ * receive ring on each host and is closed by both ends, so that the
+ * rings go back to the pools (nothing lingers); connection B on the same
+ * QP takes them again.  Each host must count a new key for its ring
+ * (lgr_rkey_rotations).  Then the client's stale_write hook makes the
+ * client's first WRITE of B preceded by one WRITE to A's old ring with
+ * the key the client learnt for A: the key B's REP gave must differ, the
+ * server's device must refuse that WRITE (remote access error on the
+ * client's QP), and B's 256 KiB must arrive intact all the same (on TCP,
+ * after the failover the broken QP causes).
+ */
+static void rkey_rotation(struct vt_ctx *c)
+{
+	static uint8_t buf[RK_BYTES], want[RK_BYTES];
+	long long rot0, rot, done0 = 0, done, status, oldk, newk;
+	int keeper, fd, lfd = -1, port = 0;
+	struct visock_info vi;
+	uint32_t qpn_a;
+	char ch = 'a';
+	size_t i;
+
+	hu_need_rdma(c);
+	if (vt_is_client(c)) {
+		vt_assert(hu_debugfs_ready("stale_write"),
+			  "no stale_write test hook in %s", HU_DEBUGFS_DIR);
+		port = su_recv_port(c);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 8, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+	keeper = rk_open(c, lfd, port, "the keeper", &vi);
+	fd = rk_open(c, lfd, port, "connection A", &vi);
+	qpn_a = vi.vi_local_qpn;
+	if (vt_is_client(c)) {
+		su_write_all(fd, &ch, 1);
+		su_read_all(fd, &ch, 1);
+		close(fd);
+	} else {
+		su_read_all(fd, &ch, 1);
+		su_write_all(fd, &ch, 1);
+		while (read(fd, &ch, 1) > 0)
+			;
+		close(fd);
+	}
+	vt_assert(hu_proc_wait("lgr_lingering", 0, LT_WAIT_MS) == 0,
+		  "%lld connections still linger after A closed on both ends",
+		  hu_proc("lgr_lingering"));
+	rot0 = hu_proc("lgr_rkey_rotations");
+	vt_sync(c, "A gone");
+
+	fd = rk_open(c, lfd, port, "connection B", &vi);
+	vt_assert(vi.vi_local_qpn == qpn_a,
+		  "B is on QP %u, A was on QP %u: no ring to reuse",
+		  vi.vi_local_qpn, qpn_a);
+	rot = hu_proc("lgr_rkey_rotations") - rot0;
+	vt_diag("lgr_rkey_rotations +%lld%s", rot,
+		vt_is_client(c) ? "" : " (server)");
+	vt_sync(c, "B up");
+
+	lt_fill(want, sizeof(want), 7, 0);
+	if (!vt_is_client(c)) {
+		su_read_all(fd, buf, sizeof(buf));
+		for (i = 0; i < sizeof(buf); i++)
+			vt_assert(buf[i] == want[i],
+				  "B: byte %zu is %#x, expected %#x", i,
+				  buf[i], want[i]);
+		su_write_all(fd, &ch, 1);
+		close(fd);
+		close(keeper);
+		close(lfd);
+		vt_assert(rot > 0,
+			  "B took A's ring without a new key (lgr_rkey_rotations +0)");
+		return;
+	}
+	done0 = rk_hook("stale_done");
+	hu_set_ll(HU_DEBUGFS_DIR "stale_write", 1);
+	su_write_all(fd, want, sizeof(want));
+	su_read_all(fd, &ch, 1);
+	for (i = 0; i < LT_WAIT_MS / 5; i++) {
+		if (rk_hook("stale_done") > done0)
+			break;
+		usleep(5000);
+	}
+	done = rk_hook("stale_done");
+	status = rk_hook("stale_status");
+	oldk = rk_hook("stale_old_rkey");
+	newk = rk_hook("stale_new_rkey");
+	hu_get_info(fd, &vi);
+	vt_diag("late WRITE: done +%lld, status %lld, A's key %#llx, B's key %#llx, B's mode %u",
+		done - done0, status, oldk, newk, vi.vi_mode);
+	close(fd);
+	close(keeper);
+	vt_assert(done == done0 + 1,
+		  "the late WRITE with A's key was not posted or did not complete");
+	vt_assert(oldk != newk,
+		  "B's peer ring has A's key %#llx: the ring was reused with the same key",
+		  oldk);
+	vt_assert(status == RK_REM_ACCESS,
+		  "the late WRITE with A's key completed with status %lld, expected %d (remote access error): it reached B's ring",
+		  status, RK_REM_ACCESS);
+	vt_assert(rot > 0,
+		  "B took A's ring without a new key (lgr_rkey_rotations +0)");
+}
+
 /* Kernel log lines that match the extended regular expression @re. */
 static int lt_dmesg_count(const char *re)
 {
@@ -1803,6 +1930,8 @@ static const struct vt_test tests[] = {
 	  "a lingering link reaped while its destroy still runs"),
 	T(unload_qp_teardown, 600,
 	  "rmmod waits for a QP in its idle teardown"),
+	T(rkey_rotation, 120,
+	  "a reused ring gets a new rkey: a late WRITE with the old one fails"),
 };
 
 /*
@@ -1823,6 +1952,8 @@ static void lt_cleanup(const struct vt_ctx *c)
 			vt_diag("cannot load visock again (%s)", ko);
 	}
 	hu_sysctls_restore(lt_saved, ARRAY_SIZE(lt_saved));
+	if (hu_write_ll(HU_DEBUGFS_DIR "stale_write", 0) && errno != ENOENT)
+		vt_diag("disarming stale_write: %s", strerror(errno));
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		if (write(fd, "none\n", 5) < 0)
