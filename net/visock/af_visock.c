@@ -85,11 +85,13 @@
 #include "visock_event.h"
 #include "visock_policy.h"
 #include "visock_inet.h"
+#include "visock_mem.h"
 
 struct proto visock_proto = {
 	.name		= "VISOCK",
 	.owner		= THIS_MODULE,
 	.obj_size	= sizeof(struct visock_sock),
+	VISOCK_MEM_PROTO_FIELDS,
 };
 
 static void visock_count_fallback(struct visock_sock *vsk, u8 reason)
@@ -155,6 +157,8 @@ static void visock_sk_destruct(struct sock *sk)
 	WARN_ON_ONCE(vsk->tcp);
 	WARN_ON_ONCE(vsk->vc);
 	WARN_ON_ONCE(vsk->dp);
+	/* The rings' charge went back with the vc (visock_mem.c). */
+	WARN_ON_ONCE(READ_ONCE(sk->sk_forward_alloc));
 	WARN_ON_ONCE(vsk->listener);
 	WARN_ON_ONCE(!list_empty(&vsk->accept_q));
 	visock_diag_destruct(vsk);
@@ -247,6 +251,8 @@ static struct sock *visock_child_sk_alloc(const struct sock *lsk)
 		return NULL;
 	sock_init_data(NULL, sk);
 	sk->sk_protocol = lsk->sk_protocol;
+	/* Its rings are charged before accept(2): to the listener's cgroup. */
+	visock_mem_sk_inherit(sk, lsk);
 	visock_inet_child_init(sk);
 	visock_sk_init(sk, lvsk->family);
 	/* Not sock_def_destruct(): the listener's family destructor. */

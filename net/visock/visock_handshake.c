@@ -501,6 +501,7 @@ int visock_hs_make_vc(struct visock_sock *vsk, struct visock_hs_msg *m,
 	p.rbuf_size = visock_hs_ring_size(vsk);
 	p.ack_timeout = READ_ONCE(visock_net(p.net)->ack_timeout);
 	p.req = req;
+	p.sk = &vsk->sk;
 	err = visock_vc_create(&p, &vsk->vc);
 	if (err)
 		return err;

@@ -38,6 +38,7 @@
 #include "af_visock.h"
 #include "visock_inet.h"
 #include "visock_tcp.h"
+#include "visock_mem.h"
 
 static int inet_proto = IPPROTO_VISOCK;
 module_param(inet_proto, int, 0444);
@@ -88,6 +89,7 @@ static struct proto visock_inet_proto = {
 	.destroy	= visock_inet_destroy_sock,
 	.unhash		= visock_inet_unhash,
 	.obj_size	= sizeof(struct visock_sock),
+	VISOCK_MEM_PROTO_FIELDS,
 };
 
 static struct proto visock_inet6_proto = {
@@ -97,6 +99,7 @@ static struct proto visock_inet6_proto = {
 	.destroy	= visock_inet_destroy_sock,
 	.unhash		= visock_inet_unhash,
 	.obj_size	= sizeof(struct visock6_sock),
+	VISOCK_MEM_PROTO_FIELDS,
 	VISOCK_IPV6_PINFO_OFFSET(struct visock6_sock, inet6)
 };
 

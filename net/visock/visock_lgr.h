@@ -319,6 +319,9 @@ struct visock_qp {
  * @reg_done: completed by @reg_cqe's handler
  * @reg_status: work completion status of a failed registration
  * @reg_left: registrations not completed yet
+ * @sk: the owner's socket the rings are charged to, NULL once
+ *	visock_vc_destroy() returned the charge
+ * @charged: bytes charged to @sk (visock_mem.c)
  */
 struct visock_vc {
 	struct visock_qp *qp;
@@ -344,6 +347,8 @@ struct visock_vc {
 	struct completion reg_done;
 	int reg_status;
 	atomic_t reg_left;
+	struct sock *sk;
+	u32 charged;
 };
 
 /* ------------------------------------------------------------------ */

@@ -54,6 +54,7 @@
 #include "visock_ib.h"
 #include "visock_lgr.h"
 #include "visock_llc.h"
+#include "visock_mem.h"
 #include "visock_wr.h"
 #include "visock_trace.h"
 #include "visock_fault.h"
@@ -123,7 +124,8 @@ static void visock_vc_reg_done(struct ib_cq *cq, struct ib_wc *wc)
  * -EBUSY: the group is full; -ENOLINK (server): the QP the client named
  * is gone; -ENOBUFS: the namespace's ring memory limit is reached;
  * -ENODEV if no usable RDMA device has the address; -EINVAL for a bad
- * size; -ENOMEM, or another negative errno from ib_core.  On error
+ * size; -ENOMEM (also: @p->sk's memory cgroup refused the ring), or
+ * another negative errno from ib_core.  On error
  * nothing is left allocated.
  */
 int visock_vc_create(const struct visock_vc_params *p,
@@ -155,9 +157,17 @@ int visock_vc_create(const struct visock_vc_params *p,
 	init_completion(&l->reg_done);
 	l->reg_cqe.done = visock_vc_reg_done;
 	atomic_set(&l->outstanding, 0);
+	/* Charged before it takes the ring, returned by the destroy. */
+	l->sk = p->sk;
+	err = visock_mem_charge(l->sk, p->rbuf_size, &l->charged);
+	if (err) {
+		kfree(l);
+		return err;
+	}
 
 	q = visock_lgr_pick(p, &gid, &peer_addr, &created);
 	if (IS_ERR(q)) {
+		visock_mem_uncharge(l->sk, &l->charged);
 		kfree(l);
 		return PTR_ERR(q);
 	}
@@ -506,7 +516,8 @@ static bool visock_qp_peer_token_live(struct visock_qp *q,
  * failed, -EPROTO if the peer's message does not match the QP or repeats
  * the token of another connection on it, -EINVAL if
  * @l is not fresh or @peer lacks a field, -ENOBUFS at the memory limit,
- * or another negative errno from ib_core.
+ * -ENOMEM if the socket's memory cgroup refused the send buffer, or
+ * another negative errno from ib_core.
  */
 int visock_vc_connect(struct visock_vc *l,
 		      const struct visock_hs_msg *peer)
@@ -523,6 +534,10 @@ int visock_vc_connect(struct visock_vc *l,
 	if (!is_power_of_2(size) || size < VISOCK_RBUF_MIN ||
 	    size > VISOCK_RBUF_MAX || !(peer->token & VISOCK_TOKEN_IDX_MASK))
 		return -EPROTO;
+	/* The send buffer; a failure here leaves the vc to be destroyed. */
+	err = visock_mem_charge(l->sk, size, &l->charged);
+	if (err)
+		return err;
 
 	mutex_lock(&q->lock);
 	if (q->dead) {
@@ -634,6 +649,9 @@ void visock_vc_destroy(struct visock_vc *l)
 		wait_var_event(&l->outstanding, !atomic_read(&l->outstanding));
 	}
 
+	/* The rings are the QP's again (a lingering one too). */
+	visock_mem_uncharge(l->sk, &l->charged);
+	l->sk = NULL;
 	mutex_lock(&q->lock);
 	visock_qp_put_rbuf(q, l->sbuf, true);
 	l->sbuf = NULL;

@@ -41,6 +41,8 @@ struct visock_vc;
  *	VISOCK_RBUF_MAX
  * @ack_timeout: RC local ACK timeout of a new QP, IBTA encoding
  * @req: server side: the client's REQ; NULL on the client side
+ * @sk: the connection's socket: the rings it takes are charged to it
+ *	(visock_mem.c) until visock_vc_destroy(); NULL: not charged
  */
 struct visock_vc_params {
 	struct net *net;
@@ -49,6 +51,7 @@ struct visock_vc_params {
 	u32 rbuf_size;
 	u8 ack_timeout;
 	const struct visock_hs_msg *req;
+	struct sock *sk;
 };
 
 /* What a data path connection learns from a receive completion. */

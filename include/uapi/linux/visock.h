@@ -191,7 +191,8 @@ enum visock_rdma_state {
  * @VISOCK_FB_VERSION: no common protocol version
  * @VISOCK_FB_BAD_MSG: malformed handshake message
  * @VISOCK_FB_TIMEOUT: handshake timed out
- * @VISOCK_FB_NOMEM: out of memory locally
+ * @VISOCK_FB_NOMEM: out of memory locally, or the socket's memory cgroup
+ *	refused its rings
  * @VISOCK_FB_PEER_DECLINE: the peer declined, no specific reason
  * @VISOCK_FB_QP_SETUP: creating or connecting the QP failed
  * @VISOCK_FB_BUF_EXHAUSTED: no receive ring available
