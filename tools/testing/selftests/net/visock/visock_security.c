@@ -23,6 +23,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1909,6 +1910,253 @@ static void unload_qp_teardown(struct vt_ctx *c)
 		vt_diag("%d unloads during a QP's idle teardown", LT_UNLOADS);
 }
 
+/* ---- memcg_rings: rings charged to the socket's memory cgroup ---- */
+
+#define MC_CONNS	4		/* connections of the charge phase */
+#define MC_BIG_RING	(4 * 1024 * 1024)	/* SO_RCVBUFFORCE, limit phase */
+#define MC_HEADROOM	(1024 * 1024)	/* memory.max above memory.current */
+#define MC_WAIT_MS	20000		/* closes to return their charge */
+#define MC_MNT		"/tmp/visock-memcg-mnt"
+#define MC_CG_NAME	"visock-memcg-test-"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC	0x63677270
+#endif
+
+/* This half's cgroup directory, for the cleanup in the runner. */
+static char mc_cg[256];
+static bool mc_mounted;
+
+static void mc_cg_path(const struct vt_ctx *c, char *buf, size_t size,
+		       const char *root)
+{
+	snprintf(buf, size, "%s/" MC_CG_NAME "%s", root,
+		 vt_is_client(c) ? "client" : "server");
+}
+
+static bool mc_write(const char *dir, const char *file, const char *val)
+{
+	char path[512];
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok;
+}
+
+/* A key of the cgroup's memory.stat, in bytes. */
+static long long mc_stat(const char *key)
+{
+	char path[512], line[256];
+	long long v = -1;
+	size_t n = strlen(key);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.stat", mc_cg);
+	f = fopen(path, "re");
+	vt_assert(f, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ' ')
+			v = atoll(line + n + 1);
+	fclose(f);
+	vt_assert(v >= 0, "%s has no \"%s\"", path, key);
+	return v;
+}
+
+static long long mc_current(void)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/memory.current", mc_cg);
+	return hu_read_ll(path);
+}
+
+/*
+ * Put this test half into a cgroup v2 group of its own with the memory
+ * controller, mounting cgroup2 and enabling the controller if needed.
+ * Return: "" or why it cannot (the kernel lacks cgroup2 or memcg).
+ */
+static const char *mc_join(const struct vt_ctx *c)
+{
+	static char why[800];
+	const char *root = "/sys/fs/cgroup";
+	char path[512], buf[128], pid[32];
+	struct statfs st;
+
+	if (statfs(root, &st) || st.f_type != CGROUP2_SUPER_MAGIC) {
+		root = MC_MNT;
+		if (statfs(root, &st) || st.f_type != CGROUP2_SUPER_MAGIC) {
+			mkdir(MC_MNT, 0700);
+			if (mount("none", MC_MNT, "cgroup2", 0, NULL)) {
+				snprintf(why, sizeof(why),
+					 "kernel has no cgroup2: mount: %s",
+					 strerror(errno));
+				return why;
+			}
+		}
+		mc_mounted = true;
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", root);
+	if (hu_read_text(path, buf, sizeof(buf)) < 0 ||
+	    !strstr(buf, "memory")) {
+		snprintf(why, sizeof(why),
+			 "kernel has no memory controller in cgroup2 (%s: \"%s\")",
+			 path, buf);
+		return why;
+	}
+	/* Already on, or refused: the directory's files tell. */
+	mc_write(root, "cgroup.subtree_control", "+memory");
+	mc_cg_path(c, mc_cg, sizeof(mc_cg), root);
+	rmdir(mc_cg);
+	vt_assert(!mkdir(mc_cg, 0755), "mkdir %s: %s", mc_cg, strerror(errno));
+	snprintf(path, sizeof(path), "%s/memory.max", mc_cg);
+	vt_assert(!access(path, F_OK),
+		  "%s: no memory.max (controller not enabled in %s)", mc_cg,
+		  root);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	vt_assert(mc_write(mc_cg, "cgroup.procs", pid),
+		  "moving the test into %s: %s", mc_cg, strerror(errno));
+	return "";
+}
+
+/* Both connections' rings, as VISOCK_INFO reports them. */
+static long long mc_rings(int fd)
+{
+	struct visock_info vi;
+
+	hu_expect_rdma(fd, "connection in the cgroup", &vi);
+	return (long long)vi.vi_rbuf_size + vi.vi_peer_rbuf_size;
+}
+
+/*
+ * memcg_rings: ring memory is charged to the socket's memory cgroup,
+ * on both ends (the server's rings are taken by a workqueue, and
+ * charged to its listener's cgroup).  Each half runs in a cgroup v2
+ * group of its own.  MC_CONNS RDMA connections raise memory.stat
+ * "sock" by at least their rings' bytes, and closing them brings it
+ * back.  Then, on the client, memory.max only MC_HEADROOM above
+ * memory.current and an MC_BIG_RING ring asked for: the connection
+ * falls back to TCP with VISOCK_FB_NOMEM and carries bytes.
+ */
+static void memcg_rings(struct vt_ctx *c)
+{
+	long long sock0, sock1, sock2 = -1, rings = 0, cur;
+	int fds[MC_CONNS], lfd = -1, fd, i, port = 0, ms;
+	struct sockaddr_storage ss;
+	struct visock_info vi;
+	char ch = 'm', val[32];
+	const char *why;
+	socklen_t len;
+
+	hu_need_rdma(c);
+	why = mc_join(c);
+	vt_agree(c, !*why, why);
+	vt_assert(mc_write(mc_cg, "memory.max", "max"), "memory.max: %s",
+		  strerror(errno));
+	sock0 = mc_stat("sock");
+	/* The listener is made in the cgroup: its children are charged here. */
+	if (!vt_is_client(c)) {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, MC_CONNS + 2,
+				SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	} else {
+		port = su_recv_port(c);
+	}
+	for (i = 0; i < MC_CONNS; i++) {
+		if (vt_is_client(c))
+			fds[i] = su_connect(c, VT_FAMILY_VISOCK, false, port);
+		else
+			fds[i] = su_accept(lfd, SOCK_CLOEXEC);
+		if (vt_is_client(c)) {
+			su_write_all(fds[i], &ch, 1);
+			su_read_all(fds[i], &ch, 1);
+		} else {
+			su_read_all(fds[i], &ch, 1);
+			su_write_all(fds[i], &ch, 1);
+		}
+		rings += mc_rings(fds[i]);
+	}
+	sock1 = mc_stat("sock");
+	vt_diag("%s: %d connections, rings %lld bytes: memory.stat sock %lld -> %lld",
+		vt_is_client(c) ? "client" : "server", MC_CONNS, rings, sock0,
+		sock1);
+	vt_assert(sock1 - sock0 >= rings,
+		  "memory.stat sock rose by %lld bytes with %d RDMA connections open, their rings are %lld bytes",
+		  sock1 - sock0, MC_CONNS, rings);
+	vt_sync(c, "charged");
+	for (i = 0; i < MC_CONNS; i++)
+		close(fds[i]);
+	for (ms = 0; ms < MC_WAIT_MS * (int)vt_time_scale; ms += 10) {
+		sock2 = mc_stat("sock");
+		if (sock2 - sock0 < rings / MC_CONNS / 2)
+			break;
+		usleep(10000);
+	}
+	vt_diag("after close: memory.stat sock %lld", sock2);
+	vt_assert(sock2 - sock0 < rings / MC_CONNS / 2,
+		  "memory.stat sock still %lld bytes above its start after the connections closed (rings: %lld)",
+		  sock2 - sock0, rings);
+	vt_sync(c, "uncharged");
+
+	/* Limit phase: a ring larger than what the client's cgroup has left. */
+	if (!vt_is_client(c)) {
+		fd = su_accept(lfd, SOCK_CLOEXEC);
+		su_read_all(fd, &ch, 1);
+		su_write_all(fd, &ch, 1);
+		hu_get_info(fd, &vi);
+		vt_assert(vi.vi_mode == VISOCK_MODE_TCP,
+			  "server: mode %u, expected TCP after the client's cgroup refused its ring",
+			  vi.vi_mode);
+		vt_sync(c, "limited");
+		close(fd);
+		close(lfd);
+		return;
+	}
+	fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+	su_setint(fd, SOL_SOCKET, SO_RCVBUFFORCE, MC_BIG_RING);
+	cur = mc_current();
+	snprintf(val, sizeof(val), "%lld", cur + MC_HEADROOM);
+	vt_assert(mc_write(mc_cg, "memory.max", val), "memory.max %s: %s",
+		  val, strerror(errno));
+	len = su_peer_addr(c, false, port, &ss);
+	vt_try(connect(fd, (struct sockaddr *)&ss, len),
+	       "connect with memory.max near memory.current");
+	su_write_all(fd, &ch, 1);
+	su_read_all(fd, &ch, 1);
+	hu_get_info(fd, &vi);
+	vt_diag("memory.max %s (current %lld), ring asked %d: mode %u reason %u (%s)",
+		val, cur, MC_BIG_RING, vi.vi_mode, vi.vi_fallback_reason,
+		hu_fb_name(vi.vi_fallback_reason));
+	vt_assert(vi.vi_mode == VISOCK_MODE_TCP &&
+		  vi.vi_fallback_reason == VISOCK_FB_NOMEM,
+		  "mode %u reason %u (%s), expected TCP with NOMEM: a %d byte ring does not fit in memory.max",
+		  vi.vi_mode, vi.vi_fallback_reason,
+		  hu_fb_name(vi.vi_fallback_reason), MC_BIG_RING);
+	vt_assert(mc_stat("sock") - sock0 < MC_BIG_RING,
+		  "memory.stat sock %lld above its start with a refused ring",
+		  mc_stat("sock") - sock0);
+	vt_sync(c, "limited");
+	close(fd);
+}
+
+/* The runner's cleanup: the group goes once the test half has exited. */
+static void mc_cleanup(const struct vt_ctx *c)
+{
+	char path[512];
+
+	mc_cg_path(c, path, sizeof(path), "/sys/fs/cgroup");
+	rmdir(path);
+	mc_cg_path(c, path, sizeof(path), MC_MNT);
+	rmdir(path);
+	if (!umount(MC_MNT))
+		rmdir(MC_MNT);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1932,6 +2180,8 @@ static const struct vt_test tests[] = {
 	  "rmmod waits for a QP in its idle teardown"),
 	T(rkey_rotation, 120,
 	  "a reused ring gets a new rkey: a late WRITE with the old one fails"),
+	T(memcg_rings, 300,
+	  "rings are charged to the socket's memory cgroup; over memory.max: TCP"),
 };
 
 /*
@@ -1970,6 +2220,7 @@ static void lt_cleanup(const struct vt_ctx *c)
 static void (*const cleanups[])(const struct vt_ctx *c) = {
 	hostile_cleanup,
 	lt_cleanup,
+	mc_cleanup,
 };
 
 static void security_cleanup(const struct vt_ctx *c)
