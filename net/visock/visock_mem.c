@@ -25,6 +25,10 @@
  * Its owner's rules serialise the calls here (one vc per socket, created,
  * connected and destroyed by the socket's owner).
  *
+ * Small per-connection objects that are neither pooled nor outlive the
+ * connection (its data path state) are allocated with __GFP_ACCOUNT in
+ * the same cgroup (visock_mem_kzalloc()).
+ *
  * The protocol total has no limit (visock_sysctl_mem): the namespace's
  * budget and the memory cgroup are the limits.  A charge the cgroup
  * refuses (it is at memory.max and reclaim did not make room) fails the
@@ -34,6 +38,8 @@
 #include <linux/cgroup.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
 #include <net/sock.h>
 
 #include "visock_mem.h"
@@ -111,4 +117,28 @@ void visock_mem_sk_inherit(struct sock *sk, const struct sock *lsk)
 		css_put(&sk->sk_memcg->css);
 	sk->sk_memcg = memcg;
 #endif
+}
+
+/**
+ * visock_mem_kzalloc() - a zeroed object charged to a socket's cgroup
+ * @sk: the socket the object belongs to
+ * @size: its size in bytes
+ *
+ * For a connection's own objects, neither pooled nor outliving it:
+ * charged (__GFP_ACCOUNT) to @sk's memory cgroup, not to the current
+ * task's (a worker's, on the server), or to the current task's if @sk
+ * has none.
+ *
+ * Context: process context, may sleep.
+ * Return: the object (kfree() it), or NULL.
+ */
+void *visock_mem_kzalloc(struct sock *sk, size_t size)
+{
+	struct mem_cgroup *old;
+	void *p;
+
+	old = set_active_memcg(sk->sk_memcg);
+	p = kzalloc(size, GFP_KERNEL_ACCOUNT);
+	set_active_memcg(old);
+	return p;
 }

@@ -28,5 +28,6 @@ extern long visock_sysctl_mem[3];
 int visock_mem_charge(struct sock *sk, u32 size, u32 *charged);
 void visock_mem_uncharge(struct sock *sk, u32 *charged);
 void visock_mem_sk_inherit(struct sock *sk, const struct sock *lsk);
+void *visock_mem_kzalloc(struct sock *sk, size_t size);
 
 #endif /* _NET_VISOCK_MEM_H */

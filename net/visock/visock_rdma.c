@@ -23,6 +23,7 @@
 #include "visock_trace.h"
 #include "visock_fault.h"
 #include "visock_event.h"
+#include "visock_mem.h"
 
 /*
  * The shared QP died (device removed, stuck peer).  Called by
@@ -62,7 +63,7 @@ int visock_rdma_prepare(struct visock_sock *vsk)
 	lockdep_assert_held(&vsk->sk.sk_lock);
 	if (visock_fault(VISOCK_FP_DP_ALLOC))
 		return -ENOMEM;
-	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
+	dp = visock_mem_kzalloc(&vsk->sk, sizeof(*dp));
 	if (!dp)
 		return -ENOMEM;
 	spin_lock_init(&dp->lock);
