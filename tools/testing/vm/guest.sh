@@ -12,6 +12,7 @@
 # that vm.sh drops into the "ctl" 9p share:
 #
 #   ctl/<host>/job    bash fragment setting VISOCK_JOB_ID and VISOCK_JOB_ARGV
+#                     (and VISOCK_JOB_KO, exported to the job as VISOCK_KO)
 #   ctl/<host>/done   written when the job finished (contains the job id)
 #   ctl/<host>/stop   ask the guest to power off (persistent mode)
 #   ctl/<host>/ready  written once the guest is fully set up
@@ -171,9 +172,11 @@ job_env=(PATH="$PATH" LC_ALL=C HOME=/root
 # the per-host results directory, then signal completion through "done".
 run_job() {
 	local job=$1 res=$results/$host rc=0 pid marker
-	local VISOCK_JOB_ID VISOCK_JOB_ARGV
+	local VISOCK_JOB_ID VISOCK_JOB_ARGV VISOCK_JOB_KO='' ko_env=()
 	# shellcheck disable=SC1090
 	source "$job"
+	# vm.sh --module-a/--module-b: the module file this host's job loads.
+	[ -z "$VISOCK_JOB_KO" ] || ko_env=(VISOCK_KO="$VISOCK_JOB_KO")
 	mkdir -p "$res"
 	rm -f "$res/console.log" "$res/rc" "$res/dmesg.txt"
 
@@ -186,7 +189,7 @@ run_job() {
 	(
 		cd "$res"
 		ulimit -l unlimited
-		exec env -i "${job_env[@]}" TERM=dumb VISOCK_JOB_ID="$VISOCK_JOB_ID" \
+		exec env -i "${job_env[@]}" "${ko_env[@]}" TERM=dumb VISOCK_JOB_ID="$VISOCK_JOB_ID" \
 			setsid stdbuf -oL -eL "${VISOCK_JOB_ARGV[@]}"
 	) >"$res/console.log" 2>&1 </dev/null &
 	pid=$!

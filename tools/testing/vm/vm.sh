@@ -6,15 +6,20 @@
 #   vm.sh prepare [--kernel 6.1|6.12|6.12-debug|7.3|all]
 #   vm.sh kver 6.1|6.12|6.12-debug|7.3
 #   vm.sh check-path   (refuse a repository path the guests cannot use)
-#   vm.sh run   --kernel K [--kernel-b K] [--timeout SECS] -- SCRIPT [ARGS...]
+#   vm.sh run   --kernel K [--kernel-b K] [--timeout SECS]
+#               [--module-a KO] [--module-b KO] -- SCRIPT [ARGS...]
 #   vm.sh start --kernel K [--kernel-b K] [--timeout SECS]
-#   vm.sh exec  --kernel K [--kernel-b K] [--timeout SECS] -- SCRIPT [ARGS...]
+#   vm.sh exec  --kernel K [--kernel-b K] [--timeout SECS]
+#               [--module-a KO] [--module-b KO] -- SCRIPT [ARGS...]
 #   vm.sh stop  --kernel K [--kernel-b K]
 #   vm.sh status --kernel K [--kernel-b K]
 #   vm.sh shell --kernel K [--kernel-b K] --host a|b   (shell on a started bed)
 #
 # --kernel-b boots host b with another kernel than host a (a mixed bed,
 # named <kver a>+<kver b>: its own state, ports and results directory).
+# --module-a / --module-b give the job on host a / b VISOCK_KO=KO (the
+# module file the kselftests insmod), e.g. another release's visock.ko
+# for a bed of mixed visock versions.
 #
 # Environment:
 #   VISOCK_CACHE        cache root (default ~/.cache/visock)
@@ -131,7 +136,7 @@ now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
 secs() { awk -v ms="$1" 'BEGIN { printf "%.1f", ms / 1000 }'; }
 
 usage() {
-	sed -n '4,29s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '4,37s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit "${1:-2}"
 }
 
@@ -567,7 +572,10 @@ write_jobs() { # ID SCRIPT [ARGS...]
 	for h in a b; do
 		mkdir -p "$ctl/$h"
 		rm -f "$ctl/$h/done" "$ctl/$h/job.running"
-		printf 'VISOCK_JOB_ID=%q\nVISOCK_JOB_ARGV=(%s)\n' "$id" "$argv" >"$ctl/$h/job.tmp"
+		{
+			printf 'VISOCK_JOB_ID=%q\nVISOCK_JOB_ARGV=(%s)\n' "$id" "$argv"
+			printf 'VISOCK_JOB_KO=%q\n' "${module_for[$h]:-}"
+		} >"$ctl/$h/job.tmp"
 		mv "$ctl/$h/job.tmp" "$ctl/$h/job"
 	done
 }
@@ -685,12 +693,30 @@ note_ready() { # HOST START_MS
 	info "host $1 ready: $(secs $(( $(now_ms) - $2 )))s wall, guest uptime $(cat "$ctl/$1/ready")s"
 }
 
-parse_bed_args() { # sets series, timeout, job (array)
+# module_path KO: KO as the guests see it (they see the host's / read-only,
+# but have their own /tmp, /run and /dev).
+module_path() {
+	local p
+	[ -f "$1" ] || die "no such module file: $1"
+	p=$(realpath "$1")
+	case "$p" in
+	/tmp/* | /run/* | /dev/* | *[[:space:]\"\'\\]*)
+		die "the guests cannot use the module file $p: copy it into the repository (e.g. build/)" ;;
+	esac
+	echo "$p"
+}
+
+declare -A module_for=([a]='' [b]='')
+
+parse_bed_args() { # sets series, timeout, job (array), module_for
 	series='' series_b='' timeout=600 job=() host_opt=''
+	module_for=([a]='' [b]='')
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--kernel) series=${2:?}; shift 2 ;;
 		--kernel-b) series_b=${2:?}; shift 2 ;;
+		--module-a) module_for[a]=$(module_path "${2:?}"); shift 2 ;;
+		--module-b) module_for[b]=$(module_path "${2:?}"); shift 2 ;;
 		--timeout) timeout=${2:?}; shift 2 ;;
 		--host) host_opt=${2:?}; shift 2 ;;
 		--) shift; job=("$@"); break ;;
