@@ -342,6 +342,9 @@ static void visock_hs_decline_fallback(struct visock_sock *vsk, u8 reason)
  *	0: not complete yet, nothing consumed;
  *	-ENOMSG: the bytes are not a visock message, nothing consumed;
  *	-EBADMSG: one whole message was consumed but is invalid;
+ *	-EPROTONOSUPPORT: one whole message was consumed, written in a
+ *	 version we do not speak (header version below
+ *	 VISOCK_HS_MIN_VERSION, or a critical TLV we do not know);
  *	-EPROTO: visock magic but broken framing;
  *	-ECONNRESET: the peer closed; other negative: TCP error.
  */
@@ -378,7 +381,15 @@ static int visock_hs_recv(struct visock_sock *vsk, struct visock_hs_msg *m)
 	got = kernel_recvmsg(vsk->tcp, &msg, &iov, 1, len, MSG_DONTWAIT);
 	if (got != len)
 		return got < 0 ? got : -EPROTO;
-	return visock_hs_decode(buf, len, m) ? -EBADMSG : 1;
+	switch (visock_hs_decode(buf, len, m)) {
+	case 0:
+		return 1;
+	case -EPROTO:
+	case -EOPNOTSUPP:
+		return -EPROTONOSUPPORT;
+	default:
+		return -EBADMSG;
+	}
 }
 
 /* Map a peer's DECLINE reason to ours. */
@@ -706,8 +717,8 @@ static void visock_hs_step(struct visock_sock *vsk)
 	}
 
 	ret = visock_hs_recv(vsk, &m);
-	if (ret < 0 && ret != -EBADMSG && ret != -EPROTO &&
-	    vsk->hs_state == VISOCK_HS_SRV_WAIT_REQ) {
+	if (ret < 0 && ret != -EBADMSG && ret != -EPROTONOSUPPORT &&
+	    ret != -EPROTO && vsk->hs_state == VISOCK_HS_SRV_WAIT_REQ) {
 		/*
 		 * Nothing was sent or consumed yet: whatever the client did
 		 * (plain TCP bytes, EOF, reset), the application sees it on a
@@ -728,12 +739,19 @@ static void visock_hs_step(struct visock_sock *vsk)
 		}
 		return;
 	}
-	if (ret == -EBADMSG) {
-		/* One whole message consumed: still in sync. */
+	if (ret == -EBADMSG || ret == -EPROTONOSUPPORT) {
+		/*
+		 * One whole message consumed: still in sync.  A message the
+		 * peer wrote for a version we do not speak is declined as
+		 * VERSION (design.rst, "Versions").
+		 */
+		u8 reason = ret == -EBADMSG ? VISOCK_FB_BAD_MSG :
+					      VISOCK_FB_VERSION;
+
 		if (vsk->hs_state == VISOCK_HS_SRV_WAIT_CONFIRM)
-			visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
+			visock_hs_fallback(vsk, reason);
 		else
-			visock_hs_decline_fallback(vsk, VISOCK_FB_BAD_MSG);
+			visock_hs_decline_fallback(vsk, reason);
 		return;
 	}
 	if (ret < 0) {

@@ -1600,8 +1600,10 @@ struct scenario {
  *    for REP (EPROTO, ECONNRESET, ETIMEDOUT), and silence where a server
  *    waits for CONFIRM;
  *  - a complete message that is invalid, or of the wrong type, is
- *    answered with DECLINE(BAD_MSG) and both use TCP; a server waiting
- *    for CONFIRM owes nothing and falls back without DECLINE;
+ *    answered with DECLINE(BAD_MSG) and both use TCP; one written in a
+ *    version the receiver does not speak (header version 0, an unknown
+ *    critical TLV) with DECLINE(VERSION); a server waiting for CONFIRM
+ *    owes nothing and falls back without DECLINE;
  *  - a valid DECLINE maps to PEER_NO_DEVICE, VERSION or PEER_DECLINE;
  *  - a REQ or REP whose GID is not the address of the sender's end of
  *    the TCP connection is declined (BAD_MSG);
@@ -1623,7 +1625,7 @@ static const struct scenario scenarios[] = {
 	  "length field 513" },
 	{ "len_too_small", M_LEN_SMALL, AB(0), AB(EPROTO),
 	  "length field 7" },
-	{ "version0", M_VERSION0, FB_DECL(BAD_MSG), FB_DECL(BAD_MSG),
+	{ "version0", M_VERSION0, FB_DECL(VERSION), FB_DECL(VERSION),
 	  "header version 0" },
 	{ "unknown_type", M_TYPE_UNKNOWN, FB_DECL(BAD_MSG), FB_DECL(BAD_MSG),
 	  "message type 9" },
@@ -1653,7 +1655,7 @@ static const struct scenario scenarios[] = {
 	{ "rbuf_too_small", M_RBUF_SMALL, FB_DECL(BAD_MSG), FB_DECL(BAD_MSG),
 	  "ring of 8 KiB" },
 	{ "token0", M_TOKEN0, FB_DECL(BAD_MSG), FB_DECL(BAD_MSG), "TOKEN 0" },
-	{ "critical_tlv", M_CRITICAL_TLV, FB_DECL(BAD_MSG), FB_DECL(BAD_MSG),
+	{ "critical_tlv", M_CRITICAL_TLV, FB_DECL(VERSION), FB_DECL(VERSION),
 	  "an unknown critical TLV" },
 	{ "decline_no_device", M_DECLINE_NO_DEVICE, FB(PEER_NO_DEVICE, -1),
 	  FB(PEER_NO_DEVICE, -1), "DECLINE(NO_DEVICE)" },
