@@ -7,6 +7,7 @@
 #   make check                the whole test suite (see README)
 #   make check-debug          kselftests + KUnit on the KASAN/lockdep guest kernel
 #   make check-fleet          cross-host kselftests between 6.1/6.12 and 7.3 hosts
+#   make check-interop        this release against v0.1.0 on the bed, live upgrade
 #   make demo                 two emulated hosts talking over visock
 #   make bench                TCP/visock/SMC-R/rsocket/verbs numbers on the emulated hosts
 #   make install              install the module and the tools
@@ -22,7 +23,7 @@ TESTING	:= tools/testing
 VERSION	:= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
 .PHONY: all tools modules modules-clean clean install modules_install check check-quick demo \
-	check-debug check-fleet debug-kernel \
+	check-debug check-fleet check-interop debug-kernel \
 	bench checkpatch kunit vm-test selftests dkms-check modules-testbed
 
 all: modules tools
@@ -101,6 +102,13 @@ check-debug:
 # once the client and once the server).
 check-fleet:
 	$(TESTING)/check-fleet.sh
+
+# Not part of check: this tree's module against the previous release's
+# (built from its commit) on the two-host bed, both ways at once, then
+# rmmod with sockets open and the upgrade of the old module (one old
+# module build and one boot of the bed, about 5 minutes).
+check-interop:
+	$(TESTING)/check-interop.sh
 
 debug-kernel:
 	$(TESTING)/debug-kernel.sh build
