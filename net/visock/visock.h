@@ -121,6 +121,9 @@
  * @switch_reset: lazy connections reset during their switch
  * @switch_foreign: SWITCH messages that named a QP of another link group
  *	(another peer address), refused without posting on that QP
+ * @switch_started: SWITCH messages this side wrote (it started a switch)
+ * @switch_crossed: switches both sides started at once (the client's
+ *	won), counted on each side
  */
 struct visock_net {
 	int enable;
@@ -175,6 +178,8 @@ struct visock_net {
 	atomic64_t switch_declined;
 	atomic64_t switch_reset;
 	atomic64_t switch_foreign;
+	atomic64_t switch_started;
+	atomic64_t switch_crossed;
 };
 
 struct visock_sock;
@@ -258,20 +263,31 @@ struct visock_mode_ops {
  *	connect() before the SYN), a listener's offer (taken at listen()),
  *	and once the connection is decided the agreed one, or 0
  * @sw_server: the lazy connection's server side (constant once lazy)
+ * @sw_both: both options announced VISOCK_TCPOPT_V_LAZY_BOTH: either
+ *	side may start the switch (constant once lazy)
+ * @sw_tx_msg: type of our message after our byte L - 1
+ *	(VISOCK_HS_SWITCH or VISOCK_HS_DECLINE), 0 while none
+ * @sw_rx_msg: type of the peer's message after its byte L - 1 once
+ *	read, else 0
+ * @sw_peer_seen: nothing (more) to look for after the peer's byte
+ *	L - 1: its message there was read, or none can come
  * @sw_state: enum visock_sw_state of a lazy connection (VISOCK_F_LAZY),
  *	written under lock_sock(), read locklessly
  * @sw_tx_pos: application bytes written to TCP so far (lazy connection)
  * @sw_rx_pos: application bytes read from TCP so far (lazy connection)
  * @sw_rx_end: stream position up to which the peer's bytes come over
- *	TCP: L on the server before and after the switch, the server's
- *	switch position on the client after it, U64_MAX where unbounded
- * @sw_skip: bytes of the peer's SWITCH message still to drop from the
- *	TCP stream at @sw_rx_end (server)
- * @sw_deadline: jiffies by which the client needs the switch reply
- * @sw_started: jiffies when the client sent its SWITCH, then when it saw
- *	TCP acknowledge it
- * @sw_seq: TCP sequence number just after the client's SWITCH
- * @sw_acked: the client saw TCP acknowledge its SWITCH (the reply's
+ *	TCP: L where the peer may write a message after its byte L - 1
+ *	(before and after a switch the peer started), the responder's
+ *	switch position on the initiator after it, U64_MAX where unbounded
+ * @sw_skip: bytes of the peer's SWITCH or DECLINE message still to drop
+ *	from the TCP stream at @sw_rx_end
+ * @sw_deadline: jiffies by which the initiator needs the switch reply
+ * @sw_started: jiffies when the initiator sent its SWITCH, then when it
+ *	saw TCP acknowledge it
+ * @sw_seq: TCP sequence number just after our SWITCH
+ * @sw_seen_at: jiffies when the peer's message after its byte L - 1 was
+ *	first seen complete (for the sw_delay_ms test hook), or 0
+ * @sw_acked: the initiator saw TCP acknowledge its SWITCH (the reply's
  *	clock runs from then on)
  * (all sw_* but @sw_state under lock_sock())
  * @local_opt: option we sent (valid with VISOCK_F_SYN_OPT)
@@ -330,6 +346,10 @@ struct visock_sock {
 	u32 tcp_app_seq;
 	u32 lazy_bytes;
 	bool sw_server;
+	bool sw_both;
+	u8 sw_tx_msg;
+	u8 sw_rx_msg;
+	bool sw_peer_seen;
 	u8 sw_state;
 	u16 sw_skip;
 	u64 sw_tx_pos;
@@ -337,6 +357,7 @@ struct visock_sock {
 	u64 sw_rx_end;
 	unsigned long sw_deadline;
 	unsigned long sw_started;
+	unsigned long sw_seen_at;
 	u32 sw_seq;
 	bool sw_acked;
 	u16 family;
@@ -405,7 +426,7 @@ enum {
 /* Switch of a lazy connection (visock_lazy.c) */
 enum visock_sw_state {
 	VISOCK_SW_NONE,		/* on TCP, no switch yet */
-	VISOCK_SW_WAIT,		/* client: SWITCH sent, waiting for the reply */
+	VISOCK_SW_WAIT,		/* our SWITCH sent, waiting for the reply */
 	VISOCK_SW_DONE,		/* switched: data moves over RDMA */
 	VISOCK_SW_DECLINED,	/* stays on TCP for good */
 };

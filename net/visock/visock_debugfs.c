@@ -33,6 +33,12 @@
  *	message is taken as the start of the new connection, not as a
  *	protocol violation.
  *
+ * sw_delay_ms: a lazy connection handles the peer's SWITCH or DECLINE
+ *	(the message after the peer's byte L - 1) this many milliseconds
+ *	after it first saw it complete in TCP's receive queue, as on a host
+ *	whose workers are that slow.  The link group tests use it to make
+ *	both sides start their switch at once.
+ *
  * cdc_token, cdc_inject, cdc_injected: cursor message injection.  Write
  *	a connection's local token (VISOCK_INFO vi_local_token) to
  *	cdc_token, then a VISOCK_TEST_CDC_* mode to cdc_inject: the
@@ -81,6 +87,7 @@ u32 visock_test_stale_done;
 u32 visock_test_stale_status;
 u32 visock_test_stale_old_rkey;
 u32 visock_test_stale_new_rkey;
+u32 visock_test_sw_delay_ms;
 
 static struct dentry *visock_debugfs_dir;
 
@@ -125,6 +132,8 @@ void visock_debugfs_init(void)
 			   &visock_test_stale_old_rkey);
 	debugfs_create_u32("stale_new_rkey", 0400, visock_debugfs_dir,
 			   &visock_test_stale_new_rkey);
+	debugfs_create_u32("sw_delay_ms", 0600, visock_debugfs_dir,
+			   &visock_test_sw_delay_ms);
 	debugfs_create_file("socks", 0400, visock_debugfs_dir, NULL,
 			    &visock_socks_fops);
 	visock_fault_debugfs_init(visock_debugfs_dir);

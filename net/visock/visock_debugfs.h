@@ -24,6 +24,8 @@ extern u32 visock_test_stale_done;
 extern u32 visock_test_stale_status;
 extern u32 visock_test_stale_old_rkey;
 extern u32 visock_test_stale_new_rkey;
+/* Test hook: a lazy connection handles the peer's SWITCH this many ms late */
+extern u32 visock_test_sw_delay_ms;
 
 /*
  * Cursor message injection (debugfs cdc_inject, test only): the next

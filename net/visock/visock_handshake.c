@@ -513,6 +513,9 @@ int visock_hs_make_vc(struct visock_sock *vsk, struct visock_hs_msg *m,
 	p.ack_timeout = READ_ONCE(visock_net(p.net)->ack_timeout);
 	p.req = req;
 	p.sk = &vsk->sk;
+	/* A lazy connection's server may start the switch itself. */
+	p.server = test_bit(VISOCK_F_LAZY, &vsk->flags) ? vsk->sw_server :
+		   !!req;
 	err = visock_vc_create(&p, &vsk->vc);
 	if (err)
 		return err;
@@ -528,8 +531,8 @@ int visock_hs_make_vc(struct visock_sock *vsk, struct visock_hs_msg *m,
 
 /**
  * visock_hs_switch_decline() - decline a lazy connection's SWITCH
- * @vsk: the server's lazy connection
- * @sw: the client's SWITCH
+ * @vsk: a lazy connection
+ * @sw: the peer's SWITCH
  * @reason: enum visock_fallback_reason, not 0
  *
  * Sends the decline on the QP the SWITCH names, if that QP belongs to
@@ -550,7 +553,8 @@ int visock_hs_switch_decline(struct visock_sock *vsk,
 		return err;
 	return visock_lgr_switch_decline(sock_net(&vsk->sk),
 					 (struct sockaddr *)&local,
-					 (struct sockaddr *)&peer, sw, reason);
+					 (struct sockaddr *)&peer, sw, reason,
+					 vsk->sw_server);
 }
 
 void visock_hs_note_peer(struct visock_sock *vsk,
@@ -862,7 +866,7 @@ void visock_decide_child(struct visock_sock *child)
 	    (opt.flags & VISOCK_SAVED_F_ECHOED)) {
 		child->peer_opt.version = opt.version;
 		child->peer_opt.flags = opt.flags & VISOCK_TCPOPT_F_PEER_MASK;
-		child->local_opt.version = VISOCK_HS_VERSION;
+		child->local_opt.version = VISOCK_TCPOPT_VERSION;
 		child->local_opt.flags = opt.flags & VISOCK_SAVED_F_ECHO_RDMA ?
 					 VISOCK_TCPOPT_F_RDMA : 0;
 		/* visock_nf_mark_syn() kept them only if they were echoed. */

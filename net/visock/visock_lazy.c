@@ -9,34 +9,47 @@
  * the internal TCP socket (VISOCK_MODE_TCP with VISOCK_F_LAZY).  Short
  * connections never touch the QP.
  *
- * When the client's application writes past byte L - 1 of its stream,
- * the client joins an existing QP of its link group (a token, a ring,
- * receive requests), writes a SWITCH message (a REQ's TLVs) to TCP right
- * after byte L - 1 and waits for the reply, writing nothing meanwhile.
- * The server finds the message in its TCP receive queue at byte L (L is
- * agreed, so nothing else can stand there), without waiting for its
- * application to read up to it; joins the QP it names, fixes its switch
- * position P (the bytes it wrote to TCP) and answers with a switch reply
- * on the QP (visock_wire.h): its token, its ring and P.  From then on the
- * server writes over RDMA; its application reads TCP up to L, the SWITCH
- * message is dropped, and then the ring.  The client, on the reply, reads
- * TCP up to P and then the ring, and writes over RDMA.  Both are then
- * VISOCK_MODE_RDMA connections like any other.
+ * The side whose application writes past byte L - 1 of its stream first
+ * (the initiator) joins an existing QP of its link group (a token, a
+ * ring, receive requests), writes a SWITCH message (a REQ's TLVs) to TCP
+ * right after byte L - 1 and waits for the reply, writing nothing
+ * meanwhile.  The other side (the responder) finds the message in its
+ * TCP receive queue at the initiator's byte L (L is agreed, so nothing
+ * else can stand there), without waiting for its application to read up
+ * to it; joins the QP it names, fixes its switch position P (the bytes
+ * it wrote to TCP) and answers with a switch reply on the QP
+ * (visock_wire.h): its token, its ring and P.  From then on the
+ * responder writes over RDMA; its application reads TCP up to L, the
+ * SWITCH message is dropped, and then the ring.  The initiator, on the
+ * reply, reads TCP up to P and then the ring, and writes over RDMA.
+ * Both are then VISOCK_MODE_RDMA connections like any other.
  *
- * A client that cannot start the switch (no QP up, memory) writes a
- * DECLINE in place of the SWITCH; a server that cannot join (QP gone or
- * full, memory) declines from the QP's own slot
+ * A server starts a switch only if both SYN options carried version
+ * VISOCK_TCPOPT_V_LAZY_BOTH (sw_both); else only the client does, and
+ * the server's TCP bytes are not bounded by L.  With sw_both, each
+ * direction that reaches L on TCP carries exactly one message there: a
+ * SWITCH (its writer starts the switch), or a DECLINE (its writer could
+ * not start one, or the connection stays on TCP for good already), so a
+ * reader always knows whether a message follows the peer's byte L - 1.
+ * Both sides starting at once: the client's SWITCH wins.  A server
+ * waiting for its reply that finds the client's SWITCH drops its own
+ * pending connection on the QP and answers as a responder with P = L and
+ * VISOCK_SWREP_F_OWN_REQ; a client that wrote a SWITCH drops the
+ * server's unanswered.
+ *
+ * An initiator that cannot start the switch (no QP up, memory) writes a
+ * DECLINE in place of the SWITCH; a responder that cannot join (QP gone
+ * or full, memory) declines from the QP's own slot
  * (visock_lgr_switch_decline()): both stay on TCP for good, the message
- * dropped from the stream.  A reply that does not come
- * within net.visock.handshake_timeout_ms of TCP's acknowledgment of the
- * SWITCH, or a malformed message, resets the connection: neither side
- * could go on safely.
+ * dropped from the stream.  A reply that does not come within
+ * net.visock.handshake_timeout_ms of TCP's acknowledgment of the SWITCH,
+ * or a malformed message, resets the connection: neither side could go
+ * on safely.
  *
  * This version leaves to later (Documentation/networking/visock/
- * lazy-switch.rst): a switch started by the server (a server's stream
- * stays on TCP until the client writes past L); close() while the reply
- * is outstanding (a reset, as are the other side's 1 s FIN grace after
- * it); failover while bytes from before the switch are unread (a reset).
+ * lazy-switch.rst): close() while the reply is outstanding (a reset, as
+ * are the other side's 1 s FIN grace after it); failover while bytes
+ * from before the switch are unread (a reset).
  *
  * Locking: the sw_* fields of struct visock_sock change under
  * lock_sock().  TCP is read and written with non-blocking calls under
@@ -76,13 +89,20 @@ enum visock_lazy_rx_phase {
 void visock_lazy_start(struct visock_sock *vsk)
 {
 	bool server = vsk->listener;
+	bool both = vsk->local_opt.version >= VISOCK_TCPOPT_V_LAZY_BOTH &&
+		    vsk->peer_opt.version >= VISOCK_TCPOPT_V_LAZY_BOTH;
 
 	vsk->sw_server = server;
+	vsk->sw_both = both;
 	WRITE_ONCE(vsk->sw_state, VISOCK_SW_NONE);
 	vsk->sw_tx_pos = 0;
 	vsk->sw_rx_pos = 0;
-	/* Only the client writes a SWITCH, right after its byte L - 1. */
-	vsk->sw_rx_end = server ? vsk->lazy_bytes : U64_MAX;
+	vsk->sw_tx_msg = 0;
+	vsk->sw_rx_msg = 0;
+	vsk->sw_seen_at = 0;
+	/* A message may follow the peer's byte L - 1 if it may start. */
+	vsk->sw_rx_end = server || both ? vsk->lazy_bytes : U64_MAX;
+	vsk->sw_peer_seen = !(server || both);
 	vsk->sw_skip = 0;
 	vsk->hs_state = VISOCK_HS_DONE;
 	atomic64_inc(&visock_net(sock_net(&vsk->sk))->lazy_started);
@@ -92,21 +112,28 @@ void visock_lazy_start(struct visock_sock *vsk)
 	set_bit(VISOCK_F_SETTLED, &vsk->flags);
 }
 
+/* May this side write a SWITCH (or DECLINE) after its byte L - 1? */
+static bool visock_lazy_may_start(const struct visock_sock *vsk)
+{
+	return !vsk->sw_server || vsk->sw_both;
+}
+
 static int visock_lazy_rx_phase(const struct visock_sock *vsk, u64 *room)
 {
-	u8 st = vsk->sw_state;
+	u8 st = READ_ONCE(vsk->sw_state);
 
-	if (vsk->sw_rx_pos < vsk->sw_rx_end) {
-		/* The reply says how far the server's TCP bytes go. */
-		if (!vsk->sw_server && st == VISOCK_SW_WAIT)
+	if (READ_ONCE(vsk->sw_rx_pos) < READ_ONCE(vsk->sw_rx_end)) {
+		/* Our reply says how far the peer's TCP bytes go. */
+		if (st == VISOCK_SW_WAIT)
 			return VISOCK_LZ_WAIT;
 		*room = vsk->sw_rx_end - vsk->sw_rx_pos;
 		return VISOCK_LZ_TCP;
 	}
-	if (st == VISOCK_SW_NONE || st == VISOCK_SW_WAIT)
-		return VISOCK_LZ_WAIT;
-	if (vsk->sw_skip)
+	if (READ_ONCE(vsk->sw_skip))
 		return VISOCK_LZ_SKIP;
+	if (!READ_ONCE(vsk->sw_peer_seen) || st == VISOCK_SW_NONE ||
+	    st == VISOCK_SW_WAIT)
+		return VISOCK_LZ_WAIT;
 	if (st == VISOCK_SW_DONE)
 		return VISOCK_LZ_RING;
 	*room = U64_MAX;	/* declined: TCP for good */
@@ -126,9 +153,11 @@ static int visock_lazy_rx_phase(const struct visock_sock *vsk, u64 *room)
  */
 bool visock_lazy_rx_pending(const struct visock_sock *vsk)
 {
+	u64 end = READ_ONCE(vsk->sw_rx_end);
+
 	return test_bit(VISOCK_F_LAZY, &vsk->flags) &&
-	       (READ_ONCE(vsk->sw_rx_pos) < READ_ONCE(vsk->sw_rx_end) ||
-		READ_ONCE(vsk->sw_skip));
+	       (READ_ONCE(vsk->sw_rx_pos) < end || READ_ONCE(vsk->sw_skip) ||
+		(!READ_ONCE(vsk->sw_peer_seen) && end != U64_MAX));
 }
 
 /* Wake whoever waits for the connection: the switch moved on. */
@@ -148,13 +177,17 @@ static void visock_lazy_fail(struct visock_sock *vsk, int err)
 	WRITE_ONCE(vsk->sw_state, VISOCK_SW_DECLINED);
 	WRITE_ONCE(vsk->sw_skip, 0);
 	WRITE_ONCE(vsk->sw_rx_end, U64_MAX);
+	WRITE_ONCE(vsk->sw_peer_seen, true);
+	vsk->sw_tx_msg = VISOCK_HS_DECLINE;	/* nothing more to write */
 	visock_hs_abort(vsk, err);
 	visock_lazy_wake(vsk);
 }
 
+/* No switch: TCP for good.  Counted once per connection. */
 static void visock_lazy_declined(struct visock_sock *vsk)
 {
-	atomic64_inc(&visock_net(sock_net(&vsk->sk))->switch_declined);
+	if (vsk->sw_state != VISOCK_SW_DECLINED)
+		atomic64_inc(&visock_net(sock_net(&vsk->sk))->switch_declined);
 	WRITE_ONCE(vsk->sw_state, VISOCK_SW_DECLINED);
 	visock_lazy_wake(vsk);
 }
@@ -167,19 +200,41 @@ static void visock_lazy_switched(struct visock_sock *vsk)
 	visock_lazy_wake(vsk);
 }
 
+/* A DECLINE after our byte L - 1: this side stays on TCP for good. */
+static int visock_lazy_send_decline(struct visock_sock *vsk, u8 reason)
+{
+	struct visock_hs_msg m = {};
+	int err;
+
+	m.type = VISOCK_HS_DECLINE;
+	m.present = VISOCK_HSF(VISOCK_TLV_REASON);
+	m.reason = reason;
+	err = visock_hs_send(vsk, &m);
+	if (err) {
+		visock_lazy_fail(vsk, -err);
+		return err;
+	}
+	vsk->sw_tx_msg = VISOCK_HS_DECLINE;
+	return 0;
+}
+
 /*
- * Client: start the switch.  Returns -EAGAIN while TCP has no room for
- * the SWITCH message, < 0 if the connection was reset, else 0 (waiting
- * for the reply, or declined locally: a DECLINE went in place of the
- * SWITCH, both stay on TCP).
+ * Our stream reached L on TCP and a message must follow byte L - 1: a
+ * SWITCH if no switch was settled yet, else (declined, sw_both only) a
+ * DECLINE.  Returns -EAGAIN while TCP has no room for the message, < 0
+ * if the connection was reset, else 0 (waiting for the reply, or
+ * declined: both stay on TCP).
  */
 static int visock_lazy_switch(struct visock_sock *vsk)
 {
 	struct visock_hs_msg m;
 	int err;
 
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	if (sk_stream_wspace(vsk->tcp->sk) < VISOCK_HS_MAX_LEN)
 		return -EAGAIN;
+	if (vsk->sw_state != VISOCK_SW_NONE)
+		return visock_lazy_send_decline(vsk, VISOCK_FB_PEER_DECLINE);
 	err = visock_hs_make_vc(vsk, &m, VISOCK_HS_SWITCH, NULL);
 	/* Only onto a QP that is up: a new one would need the handshake. */
 	if (!err && !visock_vc_reused(vsk->vc))
@@ -195,20 +250,13 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 			visock_vc_peer_quiet(vsk->vc);
 		visock_rdma_destroy_vc(vsk);
 		/*
-		 * The server expects a message at byte L: a DECLINE in
-		 * place of the SWITCH keeps both ends on TCP.
+		 * The peer expects a message at byte L: a DECLINE in place
+		 * of the SWITCH keeps both ends on TCP.
 		 */
-		memset(&m, 0, sizeof(m));
-		m.type = VISOCK_HS_DECLINE;
-		m.present = VISOCK_HSF(VISOCK_TLV_REASON);
-		m.reason = visock_hs_vc_reason(err);
-		err = visock_hs_send(vsk, &m);
-		if (err) {
-			visock_lazy_fail(vsk, -err);
-			return err;
-		}
-		visock_lazy_declined(vsk);
-		return 0;
+		err = visock_lazy_send_decline(vsk, visock_hs_vc_reason(err));
+		if (!err)
+			visock_lazy_declined(vsk);
+		return err;
 	}
 	spin_lock_bh(&vsk->dp->lock);
 	vsk->dp->sw_pending = true;
@@ -218,6 +266,8 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 		visock_lazy_fail(vsk, -err);
 		return err;
 	}
+	vsk->sw_tx_msg = VISOCK_HS_SWITCH;
+	atomic64_inc(&visock_net(sock_net(&vsk->sk))->switch_started);
 	WRITE_ONCE(vsk->sw_state, VISOCK_SW_WAIT);
 	vsk->sw_seq = READ_ONCE(tcp_sk(vsk->tcp->sk)->write_seq);
 	vsk->sw_acked = false;
@@ -230,7 +280,7 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 
 /**
  * visock_lazy_reply_locked() - a switch reply arrived on the QP
- * @dp: the client's data path state, waiting for it
+ * @dp: the initiator's data path state, waiting for it
  * @buf: the message
  * @len: its length
  *
@@ -259,8 +309,8 @@ void visock_lazy_reply_locked(struct visock_dp *dp, const u8 *buf, u32 len)
 		visock_hs_kick(dp->vsk);
 }
 
-/* Client: the reply is in (or the time is up).  Under lock_sock(). */
-static void visock_lazy_cli_reply(struct visock_sock *vsk)
+/* Initiator: the reply is in (or the time is up).  Under lock_sock(). */
+static void visock_lazy_init_reply(struct visock_sock *vsk)
 {
 	struct visock_dp *dp = vsk->dp;
 	struct visock_hs_msg m = {};
@@ -268,7 +318,7 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 	unsigned int wake = 0;
 	struct visock_swrep r;
 	unsigned long at;
-	bool in;
+	bool in, own, bad;
 	u64 pos;
 
 	lockdep_assert_held(&vsk->sk.sk_lock);
@@ -291,7 +341,7 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 		timeout = msecs_to_jiffies(READ_ONCE(vn->hs_timeout_ms));
 
 		/*
-		 * Until TCP saw the SWITCH acknowledged, the server is a
+		 * Until TCP saw the SWITCH acknowledged, the peer is a
 		 * TCP receiver that does not read: wait as TCP would.  The
 		 * reply's clock starts when we first see the
 		 * acknowledgment, which is never before it came; looking
@@ -320,16 +370,32 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 		return;
 	}
 	if (!(r.flags & VISOCK_SWREP_F_ACCEPT)) {
-		/* Nothing of ours is on the server's QP end: drop ours. */
+		/* Nothing of ours is on the peer's QP end: drop ours. */
 		visock_vc_peer_quiet(vsk->vc);
 		visock_rdma_destroy_vc(vsk);
 		visock_lazy_declined(vsk);
 		return;
 	}
-	/* The server's TCP bytes end at or after what we read of them. */
+	/* The peer's TCP bytes end at or after what we read of them. */
 	pos = visock_switch_pos(vsk->sw_rx_pos, r.pos);
+	own = r.flags & VISOCK_SWREP_F_OWN_REQ;
 	if (pos - vsk->sw_rx_pos >= BIT_ULL(31) ||
-	    (r.flags & (VISOCK_SWREP_F_OWN_REQ | VISOCK_SWREP_F_DONE))) {
+	    (r.flags & VISOCK_SWREP_F_DONE) ||
+	    (vsk->sw_both && pos > vsk->lazy_bytes)) {
+		visock_lazy_fail(vsk, EPROTO);
+		return;
+	}
+	/*
+	 * The server's own SWITCH stands after its byte L - 1 exactly when
+	 * it says so (both started at once); else nothing may stand there.
+	 */
+	if (own)
+		bad = !vsk->sw_both || vsk->sw_server ||
+		      pos != vsk->lazy_bytes ||
+		      (vsk->sw_rx_msg && vsk->sw_rx_msg != VISOCK_HS_SWITCH);
+	else
+		bad = vsk->sw_rx_msg;
+	if (bad) {
 		visock_lazy_fail(vsk, EPROTO);
 		return;
 	}
@@ -356,25 +422,29 @@ static void visock_lazy_cli_reply(struct visock_sock *vsk)
 	spin_unlock_bh(&dp->lock);
 	visock_dp_wake(dp, wake);
 	WRITE_ONCE(vsk->sw_rx_end, pos);
+	if (!own)
+		WRITE_ONCE(vsk->sw_peer_seen, true);
 	visock_lazy_switched(vsk);
 }
 
 /*
- * Server: send the accepting reply, the first message of the new
- * connection.  If it cannot go, nothing of ours reached the client and
- * nothing may (no closed or abort flag either, the client does not know
- * our token): the caller declines from the QP's own slot instead.
+ * Responder: send the accepting reply, the first message of the new
+ * connection.  If it cannot go, nothing of ours reached the initiator
+ * and nothing may (no closed or abort flag either, it does not know our
+ * token): the caller declines from the QP's own slot instead.  @own: our
+ * own SWITCH stands after our byte L - 1 (both started at once), so our
+ * switch position is L and the initiator drops that message.
  */
 static int visock_lazy_send_reply(struct visock_sock *vsk,
 				  const struct visock_hs_msg *sw,
-				  const struct visock_hs_msg *m)
+				  const struct visock_hs_msg *m, bool own)
 {
 	struct visock_dp *dp = vsk->dp;
 	struct visock_swrep r = {};
 	int err;
 
 	r.token = sw->token;
-	r.flags = VISOCK_SWREP_F_ACCEPT;
+	r.flags = VISOCK_SWREP_F_ACCEPT | (own ? VISOCK_SWREP_F_OWN_REQ : 0);
 	r.rbuf_class = visock_sizeclass_for(m->rbuf_size);
 	r.rtoken = vsk->local_token;
 	r.rbuf_addr = m->rbuf_addr;
@@ -389,16 +459,53 @@ static int visock_lazy_send_reply(struct visock_sock *vsk,
 	return err;
 }
 
-/* Server: is the client's SWITCH in?  Under lock_sock(). */
-static void visock_lazy_srv_switch(struct visock_sock *vsk)
+/* Responder: answer the peer's SWITCH @sw.  Under lock_sock(). */
+static void visock_lazy_respond(struct visock_sock *vsk,
+				const struct visock_hs_msg *sw, bool own)
 {
-	struct visock_hs_msg sw, m;
+	struct visock_hs_msg m;
+	int err;
+
+	visock_hs_note_peer(vsk, sw);
+	/* A side that shut its sending side has nothing to switch. */
+	err = vsk->tcp->sk->sk_shutdown & SEND_SHUTDOWN ? -ESHUTDOWN : 0;
+	if (!err)
+		err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REP, sw);
+	if (!err)
+		err = visock_vc_connect(vsk->vc, sw);
+	if (!err)
+		err = visock_rdma_prepare(vsk);
+	if (!err)
+		err = visock_lazy_send_reply(vsk, sw, &m, own);
+	if (err) {
+		visock_rdma_destroy_vc(vsk);
+		if (visock_hs_switch_decline(vsk, sw,
+					     err == -ESHUTDOWN ?
+					     VISOCK_FB_PEER_DECLINE :
+					     visock_hs_vc_reason(err))) {
+			/* The initiator cannot learn it: it times out too. */
+			visock_lazy_fail(vsk, ECONNRESET);
+			return;
+		}
+		visock_lazy_declined(vsk);
+		return;
+	}
+	visock_lazy_switched(vsk);
+}
+
+/*
+ * Is the peer's message after its byte L - 1 in?  Read it where it
+ * stands in TCP's receive queue, behind the bytes the application has
+ * not read yet, and act on it.  Under lock_sock().
+ */
+static void visock_lazy_peer_msg(struct visock_sock *vsk)
+{
+	struct visock_hs_msg sw;
 	u8 buf[VISOCK_HS_MAX_LEN];
 	u32 off;
-	int n, len, err;
+	int n, len;
 
 	lockdep_assert_held(&vsk->sk.sk_lock);
-	/* The SWITCH stands at the client's byte L. */
 	off = vsk->lazy_bytes - vsk->sw_rx_pos;
 	n = visock_tcp_peek_at(vsk->tcp, off, buf, VISOCK_HS_HDR_LEN);
 	if (n < VISOCK_HS_HDR_LEN)
@@ -415,37 +522,68 @@ static void visock_lazy_srv_switch(struct visock_sock *vsk)
 		visock_lazy_fail(vsk, EPROTO);
 		return;
 	}
-	WRITE_ONCE(vsk->sw_skip, len);
-	/* The client could not start the switch: TCP for good. */
-	if (sw.type == VISOCK_HS_DECLINE) {
-		visock_lazy_declined(vsk);
-		return;
-	}
-	visock_hs_note_peer(vsk, &sw);
-	/* A server that shut its sending side has nothing to switch. */
-	err = vsk->tcp->sk->sk_shutdown & SEND_SHUTDOWN ? -ESHUTDOWN : 0;
-	if (!err)
-		err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REP, &sw);
-	if (!err)
-		err = visock_vc_connect(vsk->vc, &sw);
-	if (!err)
-		err = visock_rdma_prepare(vsk);
-	if (!err)
-		err = visock_lazy_send_reply(vsk, &sw, &m);
-	if (err) {
-		visock_rdma_destroy_vc(vsk);
-		if (visock_hs_switch_decline(vsk, &sw,
-					     err == -ESHUTDOWN ?
-					     VISOCK_FB_PEER_DECLINE :
-					     visock_hs_vc_reason(err))) {
-			/* The client cannot learn it: it times out too. */
-			visock_lazy_fail(vsk, ECONNRESET);
+	if (unlikely(READ_ONCE(visock_test_sw_delay_ms))) {
+		unsigned long at;
+
+		if (!vsk->sw_seen_at)
+			vsk->sw_seen_at = jiffies ? jiffies : 1;
+		at = vsk->sw_seen_at +
+		     msecs_to_jiffies(READ_ONCE(visock_test_sw_delay_ms));
+		if (time_before(jiffies, at)) {
+			visock_hs_queue_at(vsk, at);
 			return;
 		}
-		visock_lazy_declined(vsk);
+	}
+	vsk->sw_rx_msg = sw.type;
+	WRITE_ONCE(vsk->sw_skip, len);
+	WRITE_ONCE(vsk->sw_peer_seen, true);
+	if (sw.type == VISOCK_HS_DECLINE) {
+		/*
+		 * The peer could not start a switch, or stays on TCP for
+		 * good already.  A SWITCH of ours it answers on the QP.
+		 */
+		if (vsk->sw_state == VISOCK_SW_NONE)
+			visock_lazy_declined(vsk);
+		else
+			visock_lazy_wake(vsk);
 		return;
 	}
-	visock_lazy_switched(vsk);
+	/*
+	 * The client's SWITCH wins: a client that wrote one drops the
+	 * server's, which the server gave up when it found the client's.
+	 */
+	if (!vsk->sw_server && vsk->sw_tx_msg == VISOCK_HS_SWITCH) {
+		atomic64_inc(&visock_net(sock_net(&vsk->sk))->switch_crossed);
+		visock_lazy_wake(vsk);
+		return;
+	}
+	switch (vsk->sw_state) {
+	case VISOCK_SW_NONE:
+		visock_lazy_respond(vsk, &sw, false);
+		break;
+	case VISOCK_SW_WAIT:
+		/*
+		 * Server, both started at once: the client never joins
+		 * our pending connection, nobody writes to its ring.
+		 */
+		atomic64_inc(&visock_net(sock_net(&vsk->sk))->switch_crossed);
+		visock_vc_peer_quiet(vsk->vc);
+		visock_rdma_destroy_vc(vsk);
+		WRITE_ONCE(vsk->sw_state, VISOCK_SW_NONE);
+		visock_lazy_respond(vsk, &sw, true);
+		break;
+	case VISOCK_SW_DECLINED:
+		/* We stay on TCP; the peer waits for an answer. */
+		if (visock_hs_switch_decline(vsk, &sw, VISOCK_FB_PEER_DECLINE))
+			visock_lazy_fail(vsk, ECONNRESET);
+		else
+			visock_lazy_wake(vsk);
+		break;
+	default:
+		/* A SWITCH can only follow the switch it started. */
+		visock_lazy_fail(vsk, EPROTO);
+		break;
+	}
 }
 
 /**
@@ -457,30 +595,32 @@ static void visock_lazy_srv_switch(struct visock_sock *vsk)
 void visock_lazy_work(struct visock_sock *vsk)
 {
 	lockdep_assert_held(&vsk->sk.sk_lock);
-	if (vsk->sw_server && vsk->sw_state == VISOCK_SW_NONE)
-		visock_lazy_srv_switch(vsk);
-	else if (!vsk->sw_server && vsk->sw_state == VISOCK_SW_WAIT)
-		visock_lazy_cli_reply(vsk);
+	if (!vsk->sw_peer_seen && vsk->sw_rx_end == vsk->lazy_bytes)
+		visock_lazy_peer_msg(vsk);
+	if (vsk->sw_state == VISOCK_SW_WAIT)
+		visock_lazy_init_reply(vsk);
 }
 
 /*
- * Server: have bytes beyond the client's byte L - 1 come in?  Then its
- * SWITCH stands in TCP's receive queue: look at it.  Unread bytes are
- * counted from what the reader took from TCP (copied_seq) and where it
- * stands in the stream (sw_rx_pos); the reader moves the first before
- * the second, so it looks again after moving the second
- * (visock_lazy_rx_advance()): a SWITCH that arrives while it reads is
- * seen by one of the two.
+ * Have bytes beyond the peer's byte L - 1 come in while a message may
+ * stand there?  Then look at it.  Unread bytes are counted from what the
+ * reader took from TCP (copied_seq) and where it stands in the stream
+ * (sw_rx_pos); the reader moves the first before the second, so it looks
+ * again after moving the second (visock_lazy_rx_advance()): a message
+ * that arrives while it reads is seen by one of the two.
  *
  * Context: any (TCP's callbacks, or the reader under lock_sock()).
  */
-static void visock_lazy_srv_look(struct visock_sock *vsk)
+static void visock_lazy_look(struct visock_sock *vsk)
 {
 	struct tcp_sock *tp = tcp_sk(vsk->tcp->sk);
+	u64 pos = READ_ONCE(vsk->sw_rx_pos);
 
-	if (vsk->sw_server && READ_ONCE(vsk->sw_state) == VISOCK_SW_NONE &&
+	if (!READ_ONCE(vsk->sw_peer_seen) &&
+	    READ_ONCE(vsk->sw_rx_end) == vsk->lazy_bytes &&
+	    pos <= vsk->lazy_bytes &&
 	    (u32)(READ_ONCE(tp->rcv_nxt) - READ_ONCE(tp->copied_seq)) >
-	    vsk->lazy_bytes - READ_ONCE(vsk->sw_rx_pos))
+	    vsk->lazy_bytes - pos)
 		visock_hs_kick(vsk);
 }
 
@@ -490,7 +630,7 @@ static void visock_lazy_rx_advance(struct visock_sock *vsk, int n)
 	WRITE_ONCE(vsk->sw_rx_pos, vsk->sw_rx_pos + n);
 	/* Pairs with the barrier in visock_lazy_tcp_event(). */
 	smp_mb();
-	visock_lazy_srv_look(vsk);
+	visock_lazy_look(vsk);
 }
 
 /**
@@ -498,7 +638,7 @@ static void visock_lazy_rx_advance(struct visock_sock *vsk, int n)
  * @vsk: a lazy connection in TCP mode, or switched with bytes from
  *	before the switch unread
  *
- * Wakes readers; on the server, looks for the client's SWITCH once bytes
+ * Wakes readers; looks for the peer's SWITCH or DECLINE once bytes
  * beyond its byte L - 1 are in.
  *
  * Context: TCP's data_ready callback (softirq or process context).
@@ -507,7 +647,7 @@ void visock_lazy_tcp_event(struct visock_sock *vsk)
 {
 	/* Pairs with the barrier in visock_lazy_rx_advance(). */
 	smp_mb();
-	visock_lazy_srv_look(vsk);
+	visock_lazy_look(vsk);
 	vsk->sk.sk_data_ready(&vsk->sk);
 }
 
@@ -552,8 +692,8 @@ static int visock_lazy_skip(struct visock_sock *vsk)
 }
 
 /*
- * A server waiting at byte L for a SWITCH that cannot come any more: the
- * client ended its stream at exactly L bytes.
+ * A reader waiting at the peer's byte L for a message that cannot come
+ * any more: the peer ended its stream at exactly L bytes.
  */
 static bool visock_lazy_rx_eof(struct visock_sock *vsk)
 {
@@ -561,7 +701,8 @@ static bool visock_lazy_rx_eof(struct visock_sock *vsk)
 	struct tcp_sock *tp = tcp_sk(tsk);
 
 	/* Nothing but the FIN (one sequence number) left unread. */
-	return vsk->sw_server && vsk->sw_state == VISOCK_SW_NONE &&
+	return !vsk->sw_peer_seen && vsk->sw_rx_pos >= vsk->sw_rx_end &&
+	       vsk->sw_state != VISOCK_SW_WAIT &&
 	       (READ_ONCE(tsk->sk_shutdown) & RCV_SHUTDOWN) &&
 	       (u32)(READ_ONCE(tp->rcv_nxt) - READ_ONCE(tp->copied_seq)) <= 1;
 }
@@ -678,6 +819,20 @@ int visock_lazy_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 	return copied ? copied : ret;
 }
 
+/*
+ * Does a message of ours still have to follow our byte L - 1?  A side
+ * that may start a switch writes one there unless its direction moved
+ * to RDMA before (only a client, or either side with sw_both, which
+ * also writes a DECLINE there once the switch was declined).
+ */
+static bool visock_lazy_tx_msg_due(const struct visock_sock *vsk)
+{
+	if (!visock_lazy_may_start(vsk) || vsk->sw_tx_msg)
+		return false;
+	return vsk->sw_state == VISOCK_SW_NONE ||
+	       (vsk->sw_both && vsk->sw_state == VISOCK_SW_DECLINED);
+}
+
 /* Can a writer go on?  Under lock_sock() (sk_wait_event() drops it). */
 static bool visock_lazy_tx_ready(struct visock_sock *vsk)
 {
@@ -698,8 +853,9 @@ static bool visock_lazy_tx_ready(struct visock_sock *vsk)
  * @msg: the bytes
  * @len: their number
  *
- * Writes to TCP; the client starts the switch when its bytes go past
- * L - 1 and goes on over RDMA once switched.
+ * Writes to TCP; starts the switch when its bytes go past L - 1 (the
+ * client, or either side with sw_both) and goes on over RDMA once
+ * switched.
  *
  * Context: process context.
  * Return: bytes written, or a negative errno.
@@ -731,15 +887,14 @@ int visock_lazy_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 			if (ret)
 				break;
 			ret = -EAGAIN;
-		} else if (!vsk->sw_server &&
-			   vsk->sw_state == VISOCK_SW_NONE &&
+		} else if (visock_lazy_tx_msg_due(vsk) &&
 			   vsk->sw_tx_pos >= vsk->lazy_bytes) {
 			ret = visock_lazy_switch(vsk);
 			if (!ret)
 				continue;
 		} else {
 			chunk = len - sent;
-			if (!vsk->sw_server && vsk->sw_state == VISOCK_SW_NONE)
+			if (visock_lazy_tx_msg_due(vsk))
 				chunk = min_t(u64, chunk,
 					      vsk->lazy_bytes - vsk->sw_tx_pos);
 			ret = visock_lazy_tcp_io(vsk, msg, chunk, 0, true);

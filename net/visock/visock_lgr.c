@@ -185,6 +185,12 @@ static void visock_qp_free(struct kref *ref)
 /* Link groups                                                         */
 /* ------------------------------------------------------------------ */
 
+/* The QP number of @q's server end, by which LINK TLVs name @q. */
+static u32 visock_qp_server_qpn(const struct visock_qp *q)
+{
+	return q->server ? q->qpn : q->peer_qpn;
+}
+
 static bool visock_qp_same_group(const struct visock_qp *q, bool server,
 				 const union ib_gid *gid,
 				 const union ib_gid *peer_addr)
@@ -291,11 +297,12 @@ static unsigned long visock_qp_idle_delay(const struct visock_qp *q)
  * @net: namespace
  * @local: local address of the connection's internal TCP socket
  * @peer: peer address of that socket
- * @sw: the client's SWITCH (its LINK TLV names our QP and its own)
+ * @sw: the peer's SWITCH (its LINK TLV names the QP by its server end)
+ * @server: our end of the QP is the server's
  *
  * Only a QP of the connection's own link group that is not dead
  * qualifies (see visock_lgr_switch_decline()).  A SWITCH naming a
- * server QP of another group is counted (switch_foreign).
+ * QP of another group is counted (switch_foreign).
  *
  * Context: process context, may sleep (takes the namespace's lgr_lock).
  * Return: the QP with a reference (visock_qp_put()), or NULL.
@@ -303,7 +310,8 @@ static unsigned long visock_qp_idle_delay(const struct visock_qp *q)
 struct visock_qp *visock_lgr_switch_qp(struct net *net,
 				       const struct sockaddr *local,
 				       const struct sockaddr *peer,
-				       const struct visock_hs_msg *sw)
+				       const struct visock_hs_msg *sw,
+				       bool server)
 {
 	struct visock_net *vn = visock_net(net);
 	struct visock_qp *q, *found = NULL;
@@ -314,11 +322,11 @@ struct visock_qp *visock_lgr_switch_qp(struct net *net,
 		return NULL;
 	mutex_lock(&vn->lgr_lock);
 	list_for_each_entry(q, &vn->qps, net_node) {
-		if (!visock_qp_same_group(q, true, &gid, &peer_addr)) {
-			foreign |= q->server && q->qpn == sw->lgr_id;
+		if (!visock_qp_same_group(q, server, &gid, &peer_addr)) {
+			foreign |= visock_qp_server_qpn(q) == sw->lgr_id;
 			continue;
 		}
-		if (q->qpn == sw->lgr_id &&
+		if (visock_qp_server_qpn(q) == sw->lgr_id &&
 		    q->peer_qpn == sw->qpn && !READ_ONCE(q->dead)) {
 			kref_get(&q->ref);
 			found = q;
@@ -499,7 +507,7 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 {
 	struct visock_net *vn = visock_net(p->net);
 	const struct visock_hs_msg *req = p->req;
-	bool server = req;
+	bool server = p->server;
 	struct visock_qp *q, *best = NULL;
 	unsigned int in_group = 0, max_links;
 	bool pending = false;
@@ -510,7 +518,7 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 	 * client's own address, or any host could point our QPs at a
 	 * third one.
 	 */
-	if (server && memcmp(req->gid, peer_addr->raw, sizeof(req->gid))) {
+	if (req && memcmp(req->gid, peer_addr->raw, sizeof(req->gid))) {
 		atomic64_inc(&vn->lgr_gid_mismatch);
 		return ERR_PTR(-EBADMSG);
 	}
@@ -519,9 +527,9 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 	list_for_each_entry(q, &vn->qps, net_node) {
 		if (!visock_qp_same_group(q, server, gid, peer_addr))
 			continue;
-		if (server && req->lgr_id) {
-			if (q->qpn == req->lgr_id && q->peer_qpn == req->qpn &&
-			    visock_qp_has_room(q))
+		if (req && req->lgr_id) {
+			if (visock_qp_server_qpn(q) == req->lgr_id &&
+			    q->peer_qpn == req->qpn && visock_qp_has_room(q))
 				best = q;
 			continue;
 		}
@@ -531,7 +539,10 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 		if (!server && visock_qp_retire_full(q))
 			continue;
 		in_group++;
-		if (server)
+		if (req)
+			continue;
+		/* A server joins a lazy connection's QP only if it is up. */
+		if (server && q->state != VISOCK_QP_UP)
 			continue;
 		if (q->state == VISOCK_QP_NEW || q->state == VISOCK_QP_INIT)
 			pending |= !READ_ONCE(q->dying);
@@ -539,7 +550,8 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 		    (!best || q->nconns < best->nconns))
 			best = q;
 	}
-	if (!best && server && req->lgr_id) {
+	if (!best && ((req && req->lgr_id) || (server && !req))) {
+		/* A server sets up no QP without the client's REQ. */
 		best = ERR_PTR(-ENOLINK);
 	} else if (!best) {
 		/*

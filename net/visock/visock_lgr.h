@@ -391,7 +391,8 @@ void visock_qp_put(struct visock_qp *q);
 struct visock_qp *visock_lgr_switch_qp(struct net *net,
 				       const struct sockaddr *local,
 				       const struct sockaddr *peer,
-				       const struct visock_hs_msg *sw);
+				       const struct visock_hs_msg *sw,
+				       bool server);
 void visock_qp_queue_idle(struct visock_qp *q, unsigned long delay);
 int visock_qp_get_rbuf(struct visock_qp *q, u32 size,
 		       enum dma_data_direction dir, struct visock_rbuf **out);

@@ -109,14 +109,15 @@ static int visock_qp_post_link_msg(struct visock_qp *q, u8 code,
  * @net: namespace
  * @local: local address of the connection's internal TCP socket
  * @peer: peer address of that socket
- * @sw: the client's SWITCH (its LINK TLV names our QP and its own)
+ * @sw: the peer's SWITCH (its LINK TLV names the QP and the peer's end)
  * @reason: enum visock_fallback_reason, not 0
+ * @server: our end of the QP is the server's
  *
- * The server could not join the QP the client named (gone, full, out of
- * memory), so it has no place on it to answer from: the decline (a
- * switch reply without VISOCK_SWREP_F_ACCEPT) goes from the QP's own
- * send slot 2, one at a time, and is waited for.  It uses one of the
- * receive requests the client posted for its new connection.
+ * We could not join the QP the peer named (gone, full, out of memory),
+ * or do not take its switch, so we have no place on it to answer from:
+ * the decline (a switch reply without VISOCK_SWREP_F_ACCEPT) goes from
+ * the QP's own send slot 2, one at a time, and is waited for.  It uses one of the
+ * receive requests the peer posted for its new connection.
  *
  * Only a QP of the connection's own link group qualifies (same local
  * address and peer address, as for visock_lgr_pick()): QP numbers are
@@ -129,7 +130,8 @@ static int visock_qp_post_link_msg(struct visock_qp *q, u8 code,
  */
 int visock_lgr_switch_decline(struct net *net, const struct sockaddr *local,
 			      const struct sockaddr *peer,
-			      const struct visock_hs_msg *sw, u32 reason)
+			      const struct visock_hs_msg *sw, u32 reason,
+			      bool server)
 {
 	struct visock_swrep r = {
 		.token = sw->token,
@@ -139,7 +141,7 @@ int visock_lgr_switch_decline(struct net *net, const struct sockaddr *local,
 	int err = -ENOLINK;
 	u32 n;
 
-	q = visock_lgr_switch_qp(net, local, peer, sw);
+	q = visock_lgr_switch_qp(net, local, peer, sw, server);
 	if (!q)
 		return -ENOLINK;
 

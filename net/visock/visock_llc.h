@@ -20,6 +20,7 @@ void visock_qp_ka_start(struct visock_qp *q);
 void visock_qp_ka_stop(struct visock_qp *q);
 int visock_lgr_switch_decline(struct net *net, const struct sockaddr *local,
 			      const struct sockaddr *peer,
-			      const struct visock_hs_msg *sw, u32 reason);
+			      const struct visock_hs_msg *sw, u32 reason,
+			      bool server);
 
 #endif /* _NET_VISOCK_LLC_H */

@@ -83,6 +83,10 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 		   (long long)atomic64_read(&vn->switch_reset));
 	seq_printf(seq, "lazy_switch_foreign %lld\n",
 		   (long long)atomic64_read(&vn->switch_foreign));
+	seq_printf(seq, "lazy_switch_started %lld\n",
+		   (long long)atomic64_read(&vn->switch_started));
+	seq_printf(seq, "lazy_switch_crossed %lld\n",
+		   (long long)atomic64_read(&vn->switch_crossed));
 	return 0;
 }
 

@@ -332,7 +332,7 @@ static bool visock_local_synopt(const struct net *net,
 {
 	if (!READ_ONCE(visock_net(net)->enable))
 		return false;
-	opt->version = VISOCK_HS_VERSION;
+	opt->version = VISOCK_TCPOPT_VERSION;
 	opt->flags = visock_ib_device_count() ? VISOCK_TCPOPT_F_RDMA : 0;
 	return true;
 }

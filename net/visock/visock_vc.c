@@ -204,7 +204,9 @@ int visock_vc_create(const struct visock_vc_params *p,
 		goto fail;
 
 	if (!created) {
-		l->lgr_id = p->req ? p->req->lgr_id : q->peer_qpn;
+		/* LINK names the QP by the server's end's number. */
+		l->lgr_id = p->req ? p->req->lgr_id :
+			    q->server ? q->qpn : q->peer_qpn;
 		atomic64_inc(&visock_net(p->net)->lgr_reused);
 	}
 	*out = l;

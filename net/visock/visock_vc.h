@@ -40,9 +40,10 @@ struct visock_vc;
  * @rbuf_size: receive ring size, a power of two, VISOCK_RBUF_MIN ..
  *	VISOCK_RBUF_MAX
  * @ack_timeout: RC local ACK timeout of a new QP, IBTA encoding
- * @req: server side: the client's REQ; NULL on the client side
+ * @req: the peer's REQ or SWITCH naming the QP to join, or NULL
  * @sk: the connection's socket: the rings it takes are charged to it
  *	(visock_mem.c) until visock_vc_destroy(); NULL: not charged
+ * @server: our end of the QP is the server's (the peer set the QP up)
  */
 struct visock_vc_params {
 	struct net *net;
@@ -52,6 +53,7 @@ struct visock_vc_params {
 	u8 ack_timeout;
 	const struct visock_hs_msg *req;
 	struct sock *sk;
+	bool server;
 };
 
 /* What a data path connection learns from a receive completion. */

@@ -41,6 +41,16 @@
 /* Lazy start thresholds the option can carry: 1 KiB .. 32 MiB. */
 #define VISOCK_LAZY_MIN		BIT(10)
 #define VISOCK_LAZY_MAX		BIT(25)
+/*
+ * Version of the option itself, in its version byte: the highest
+ * handshake version the sender speaks (VISOCK_HS_VERSION), raised to 2
+ * by senders in which either side of a lazy connection may start the
+ * switch (visock/lazy-switch.rst).  A lazy connection uses switches
+ * started by the server only if both options carry at least 2; older
+ * senders announce 1 and take any version >= 1.
+ */
+#define VISOCK_TCPOPT_VERSION	2
+#define VISOCK_TCPOPT_V_LAZY_BOTH 2
 /* flags a peer may set; the others are ignored on receipt */
 #define VISOCK_TCPOPT_F_PEER_MASK 0x3f
 
