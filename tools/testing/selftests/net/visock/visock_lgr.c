@@ -130,6 +130,9 @@ static long long sysctl_get(const char *name)
 	return v;
 }
 
+/* debugfs: a lazy connection handles the peer's SWITCH this late */
+#define SW_DELAY	HU_DEBUGFS_DIR "sw_delay_ms"
+
 static void restore_sysctls(const struct vt_ctx *c)
 {
 	(void)c;
@@ -138,6 +141,8 @@ static void restore_sysctls(const struct vt_ctx *c)
 		hu_write_ll(HU_DEBUGFS_DIR "cdc_inject", 0);
 	if (hu_read_ll(HU_DEBUGFS_DIR "mute_end_flags") > 0)
 		hu_write_ll(HU_DEBUGFS_DIR "mute_end_flags", 0);
+	if (hu_read_ll(SW_DELAY) > 0)
+		hu_write_ll(SW_DELAY, 0);
 }
 
 static void set_nofile(int n)
@@ -1689,6 +1694,171 @@ static void lazy_after_close(struct vt_ctx *c)
 	settle(c);
 }
 
+/*
+ * A download: the server writes 8 MiB (checksummed) and shuts down, the
+ * client only reads.  The server's bytes past L make the server start
+ * the switch, and the connection ends on RDMA on both hosts.
+ */
+#define DL_LEN		(8192 * KiB)
+#define DL_CHUNK	(64 * KiB)
+
+static uint8_t dl_byte(uint64_t pos)
+{
+	return (uint8_t)(pos * 13 + pos / 509 + 3);
+}
+
+static void lazy_download(struct vt_ctx *c)
+{
+	long long switches, declined, started;
+	static uint8_t buf[DL_CHUNK];
+	int lfd, port, keeper, fd;
+	struct visock_info vi;
+	uint64_t pos = 0;
+	ssize_t n, i;
+
+	keeper = lazy_begin(c, &lfd, &port);
+	switches = hu_proc("lazy_switches");
+	declined = hu_proc("lazy_switch_declined");
+	/* Checked last: what matters first is where the bytes went. */
+	started = hu_proc_get("lazy_switch_started");
+	fd = vt_is_client(c) ? connect_rcvbuf(c, port, 0) :
+			       su_accept(lfd, SOCK_CLOEXEC);
+	lazy_expect_tcp(fd, vt_is_client(c) ? "client" : "server");
+	if (!vt_is_client(c)) {
+		while (pos < DL_LEN) {
+			for (i = 0; i < (ssize_t)DL_CHUNK; i++)
+				buf[i] = dl_byte(pos + i);
+			su_write_all(fd, buf, DL_CHUNK);
+			pos += DL_CHUNK;
+		}
+		vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+		/* The client closes once it has checked everything. */
+		su_expect_eof(fd);
+	} else {
+		for (;;) {
+			n = read(fd, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			vt_assert(n >= 0, "read after %llu bytes: %s",
+				  (unsigned long long)pos, strerror(errno));
+			if (!n)
+				break;
+			for (i = 0; i < n; i++)
+				vt_assert(buf[i] == dl_byte(pos + i),
+					  "byte %llu wrong",
+					  (unsigned long long)(pos + i));
+			pos += n;
+		}
+		vt_assert(pos == DL_LEN, "end of the stream after %llu of %llu bytes",
+			  (unsigned long long)pos, (unsigned long long)DL_LEN);
+	}
+	hu_get_info(fd, &vi);
+	vt_diag("after the 8 MiB download: mode %u, QP %u, RDMA bytes sent %llu received %llu",
+		vi.vi_mode, vi.vi_local_qpn,
+		(unsigned long long)vi.vi_rdma_bytes_sent,
+		(unsigned long long)vi.vi_rdma_bytes_rcvd);
+	vt_diag("lazy_switches +%lld, lazy_switch_started +%lld",
+		hu_proc("lazy_switches") - switches,
+		hu_proc_get("lazy_switch_started") - started);
+	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA && vi.vi_local_qpn &&
+		  (vi.vi_flags & VISOCK_INFO_F_LAZY),
+		  "mode %u, QP %u, flags %#x: expected a switched connection",
+		  vi.vi_mode, vi.vi_local_qpn, vi.vi_flags);
+	vt_assert(hu_proc("lazy_switches") - switches == 1 &&
+		  hu_proc("lazy_switch_declined") == declined,
+		  "lazy_switches +%lld, declined +%lld: expected 1 and 0",
+		  hu_proc("lazy_switches") - switches,
+		  hu_proc("lazy_switch_declined") - declined);
+	/* The server started it: the client wrote nothing. */
+	vt_assert(started >= 0 &&
+		  hu_proc("lazy_switch_started") - started ==
+		  (vt_is_client(c) ? 0 : 1),
+		  "lazy_switch_started +%lld on the %s",
+		  hu_proc("lazy_switch_started") - started,
+		  vt_is_client(c) ? "client" : "server");
+	if (vt_is_client(c))
+		vt_assert(vi.vi_rdma_bytes_rcvd > 0,
+			  "no byte of the download came over RDMA");
+	else
+		vt_assert(vi.vi_rdma_bytes_sent > 0,
+			  "no byte of the download went over RDMA");
+	close(fd);
+	lazy_end(c, lfd, keeper);
+}
+
+/*
+ * Both sides write past L at once, 20 times: each writes L bytes and
+ * reads the peer's L, then both go on at the same moment with 256 KiB
+ * each way (checksummed, non-blocking).  debugfs sw_delay_ms makes each
+ * side handle the peer's SWITCH 500 ms late, so both SWITCHes are always
+ * written: the client's wins, every connection ends on RDMA.
+ */
+#define CROSS_ROUNDS	20
+#define CROSS_LEN	(256 * KiB)
+#define CROSS_DELAY_MS	500
+
+static void lazy_crossed(struct vt_ctx *c)
+{
+	long long switches, crossed, started, declined, reset;
+	static char out[LAZY_L], in[LAZY_L];
+	int lfd, port, keeper, fd, r, i;
+	struct visock_info vi;
+	bool hook;
+
+	keeper = lazy_begin(c, &lfd, &port);
+	/* Without the hook the rounds still run; the counters then fail. */
+	hook = hu_debugfs_ready("sw_delay_ms");
+	if (hook)
+		hu_set_ll(SW_DELAY, CROSS_DELAY_MS);
+	else
+		vt_diag("no debugfs file visock/sw_delay_ms");
+	switches = hu_proc("lazy_switches");
+	crossed = hu_proc_get("lazy_switch_crossed");
+	started = hu_proc_get("lazy_switch_started");
+	declined = hu_proc("lazy_switch_declined");
+	reset = hu_proc("lazy_switch_reset");
+	for (r = 0; r < CROSS_ROUNDS; r++) {
+		fd = vt_is_client(c) ? connect_rcvbuf(c, port, 0) :
+				       su_accept(lfd, SOCK_CLOEXEC);
+		for (i = 0; i < LAZY_L; i++)
+			out[i] = (char)(i * 11 + r);
+		su_write_all(fd, out, LAZY_L);
+		su_read_all(fd, in, LAZY_L);
+		vt_assert(!memcmp(in, out, LAZY_L),
+			  "round %d: the peer's first L bytes differ", r);
+		lazy_expect_tcp(fd, "at byte L");
+		vt_sync(c, "both at byte L");
+		su_xfer(&fd, 1, CROSS_LEN, XFER_MS);
+		hu_get_info(fd, &vi);
+		vt_assert(vi.vi_mode == VISOCK_MODE_RDMA && vi.vi_local_qpn,
+			  "round %d: mode %u, QP %u: expected RDMA", r,
+			  vi.vi_mode, vi.vi_local_qpn);
+		close(fd);
+		vt_sync(c, "round done");
+	}
+	if (hook)
+		hu_set_ll(SW_DELAY, 0);
+	vt_diag("%d rounds: lazy_switches +%lld, started +%lld, crossed +%lld",
+		CROSS_ROUNDS, hu_proc("lazy_switches") - switches,
+		hu_proc_get("lazy_switch_started") - started,
+		hu_proc_get("lazy_switch_crossed") - crossed);
+	vt_diag("lazy_switch_declined +%lld, lazy_switch_reset +%lld",
+		hu_proc("lazy_switch_declined") - declined,
+		hu_proc("lazy_switch_reset") - reset);
+	vt_assert(hu_proc("lazy_switches") - switches == CROSS_ROUNDS,
+		  "lazy_switches +%lld, expected %d",
+		  hu_proc("lazy_switches") - switches, CROSS_ROUNDS);
+	vt_assert(started >= 0 && crossed >= 0 &&
+		  hu_proc("lazy_switch_started") - started == CROSS_ROUNDS &&
+		  hu_proc("lazy_switch_crossed") - crossed == CROSS_ROUNDS,
+		  "not every switch started by both sides: expected started and crossed +%d (from %lld, %lld)",
+		  CROSS_ROUNDS, started, crossed);
+	vt_assert(hu_proc("lazy_switch_declined") == declined &&
+		  hu_proc("lazy_switch_reset") == reset,
+		  "a crossed switch was declined or reset");
+	lazy_end(c, lfd, keeper);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1715,6 +1885,8 @@ static const struct vt_test tests[] = {
 	T(lazy_decline, 180, "lazy start: a declined switch stays on TCP, data intact"),
 	T(lazy_exact, 120, "lazy start: exactly L bytes and the end: no switch, no hang"),
 	T(lazy_after_close, 600, "lazy start: streams right after a close never reset"),
+	T(lazy_download, 300, "lazy start: a download switches, started by the server"),
+	T(lazy_crossed, 600, "lazy start: both sides start the switch at once, 20 times"),
 };
 
 int main(int argc, char **argv)
