@@ -236,4 +236,33 @@ enum visock_fallback_reason {
 
 #define VISOCK_FB_MAX	(__VISOCK_FB_MAX - 1)
 
+/**
+ * enum visock_xform - transform pairs applied to a connection's records
+ * @VISOCK_XFORM_NONE: no transform: the stream is not cut into records
+ * @VISOCK_XFORM_AES128_GCM: AES-GCM, 128-bit key (encryption and
+ *	integrity)
+ * @VISOCK_XFORM_AES256_GCM: AES-GCM, 256-bit key
+ * @VISOCK_XFORM_CHACHA20_POLY1305: ChaCha20-Poly1305 (RFC 8439)
+ * @VISOCK_XFORM_AES128_GMAC: integrity only: the payload is sent in the
+ *	clear and authenticated with GMAC (AES-GCM without encryption),
+ *	128-bit key
+ * @VISOCK_XFORM_AES256_GMAC: integrity only, GMAC with a 256-bit key
+ * @__VISOCK_XFORM_MAX: one above the highest transform (VISOCK_XFORM_MAX)
+ *
+ * Values are stable ABI: they name a transform on the wire (the record
+ * header) and in the management interfaces.  New transforms are only
+ * ever appended.
+ */
+enum visock_xform {
+	VISOCK_XFORM_NONE = 0,
+	VISOCK_XFORM_AES128_GCM = 1,
+	VISOCK_XFORM_AES256_GCM = 2,
+	VISOCK_XFORM_CHACHA20_POLY1305 = 3,
+	VISOCK_XFORM_AES128_GMAC = 4,
+	VISOCK_XFORM_AES256_GMAC = 5,
+	__VISOCK_XFORM_MAX,
+};
+
+#define VISOCK_XFORM_MAX	(__VISOCK_XFORM_MAX - 1)
+
 #endif /* _UAPI_LINUX_VISOCK_H */

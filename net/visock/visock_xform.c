@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock: the registry of transform pairs.
+ *
+ * Each pair is an AEAD of the kernel crypto API, looked up by algorithm
+ * name, so the crypto API picks the best implementation on this host.
+ * The integrity-only pairs (GMAC) use the same "gcm(aes)" AEAD with an
+ * empty plaintext: the whole record is associated data, so the tag
+ * authenticates it without encrypting it.
+ *
+ * Nothing here keeps state: a caller allocates a keyed AEAD with
+ * visock_xform_alloc() and frees it with visock_xform_free().
+ */
+
+#include <crypto/aead.h>
+#include <linux/bits.h>
+#include <linux/err.h>
+#include <linux/kernel.h>
+#include <linux/string.h>
+
+#include "visock_xform.h"
+
+/*
+ * Records one key may protect.  AES-GCM's confidentiality bound falls
+ * with the amount of data under one key; 2^24 records stays well inside
+ * it for records up to the largest ring.  ChaCha20-Poly1305 has no such
+ * practical bound; 2^32 keeps rekeying a rare but tested event.
+ */
+#define VISOCK_XFORM_GCM_RECORDS	BIT_ULL(24)
+#define VISOCK_XFORM_CHACHA_RECORDS	BIT_ULL(32)
+
+static const struct visock_xform_info visock_xforms[] = {
+	{
+		.id = VISOCK_XFORM_AES128_GCM,
+		.name = "gcm-aes-128",
+		.alg = "gcm(aes)",
+		.key_size = 16,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_AES256_GCM,
+		.name = "gcm-aes-256",
+		.alg = "gcm(aes)",
+		.key_size = 32,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_CHACHA20_POLY1305,
+		.name = "chacha20-poly1305",
+		.alg = "rfc7539(chacha20,poly1305)",
+		.key_size = 32,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.max_records = VISOCK_XFORM_CHACHA_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_AES128_GMAC,
+		.name = "gmac-aes-128",
+		.alg = "gcm(aes)",
+		.key_size = 16,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.integrity_only = true,
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_AES256_GMAC,
+		.name = "gmac-aes-256",
+		.alg = "gcm(aes)",
+		.key_size = 32,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.integrity_only = true,
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+};
+
+/**
+ * visock_xform_get() - look up a transform pair
+ * @id: enum visock_xform value, e.g. from a record header (untrusted)
+ *
+ * Context: any context.
+ * Return: the pair's description, or NULL for VISOCK_XFORM_NONE and
+ * unknown values.
+ */
+const struct visock_xform_info *visock_xform_get(unsigned int id)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(visock_xforms); i++)
+		if (visock_xforms[i].id == id)
+			return &visock_xforms[i];
+	return NULL;
+}
+
+/**
+ * visock_xform_alloc() - allocate a keyed AEAD for a transform pair
+ * @xf: the pair
+ * @key: its key
+ * @keylen: length of @key; must be @xf->key_size
+ *
+ * Context: process context, may sleep (may load a crypto module).
+ * Return: the AEAD, with the key and the pair's tag size set, or an
+ * ERR_PTR(): -EINVAL for a wrong key length, -ENOENT when the crypto API
+ * has no implementation of the algorithm, or another error of the crypto
+ * API.
+ */
+struct crypto_aead *visock_xform_alloc(const struct visock_xform_info *xf,
+				       const u8 *key, unsigned int keylen)
+{
+	struct crypto_aead *tfm;
+	int err;
+
+	if (!xf || keylen != xf->key_size)
+		return ERR_PTR(-EINVAL);
+	tfm = crypto_alloc_aead(xf->alg, 0, 0);
+	if (IS_ERR(tfm))
+		return tfm;
+	if (crypto_aead_ivsize(tfm) != VISOCK_XFORM_IV_LEN) {
+		err = -EINVAL;
+		goto err_free;
+	}
+	err = crypto_aead_setauthsize(tfm, xf->tag_size);
+	if (err)
+		goto err_free;
+	err = crypto_aead_setkey(tfm, key, keylen);
+	if (err)
+		goto err_free;
+	return tfm;
+
+err_free:
+	crypto_free_aead(tfm);
+	return ERR_PTR(err);
+}
+
+/**
+ * visock_xform_free() - free an AEAD from visock_xform_alloc()
+ * @tfm: the AEAD; NULL and error pointers are ignored
+ *
+ * The crypto API wipes the key schedule when it frees the transform.
+ *
+ * Context: process context.
+ */
+void visock_xform_free(struct crypto_aead *tfm)
+{
+	if (!IS_ERR_OR_NULL(tfm))
+		crypto_free_aead(tfm);
+}
+
+/**
+ * visock_xform_probe() - describe a transform pair as this host runs it
+ * @id: enum visock_xform value
+ * @d: filled in on success
+ *
+ * Allocates the pair's AEAD once to learn which implementation the crypto
+ * API picks.  @d->hw is set when that implementation carries
+ * CRYPTO_ALG_KERN_DRIVER_ONLY, the flag offload drivers (QAT, CCP, CAAM
+ * and the like) set because their algorithm is only reachable through
+ * the kernel.  It is a hint, not a guarantee: a driver may leave the flag
+ * off, and implementations that use CPU instructions (AES-NI, VAES, ARM
+ * CE) count as software, as they run on the CPU.  @d->driver names the
+ * implementation, which is the reliable answer for an operator.
+ *
+ * Context: process context, may sleep.
+ * Return: 0, -EINVAL for an unknown @id, or the error of
+ * crypto_alloc_aead() (-ENOENT: no implementation on this host).
+ */
+int visock_xform_probe(unsigned int id, struct visock_xform_desc *d)
+{
+	const struct visock_xform_info *xf = visock_xform_get(id);
+	struct crypto_aead *tfm;
+	struct crypto_alg *alg;
+
+	if (!xf)
+		return -EINVAL;
+	tfm = crypto_alloc_aead(xf->alg, 0, 0);
+	if (IS_ERR(tfm))
+		return PTR_ERR(tfm);
+	alg = crypto_aead_tfm(tfm)->__crt_alg;
+	memset(d, 0, sizeof(*d));
+	d->info = xf;
+	strscpy(d->driver, crypto_aead_driver_name(tfm), sizeof(d->driver));
+	d->priority = alg->cra_priority;
+	d->hw = !!(alg->cra_flags & CRYPTO_ALG_KERN_DRIVER_ONLY);
+	d->async = !!(alg->cra_flags & CRYPTO_ALG_ASYNC);
+	crypto_free_aead(tfm);
+	return 0;
+}
+
+/**
+ * visock_xform_list() - list the transform pairs this host can run
+ * @d: array of @n descriptions, filled in from the start
+ * @n: size of @d
+ *
+ * Pairs whose algorithm the crypto API cannot provide are left out.
+ *
+ * Context: process context, may sleep.
+ * Return: the number of pairs written to @d, or a negative error other
+ * than "not available" (e.g. -ENOMEM).
+ */
+int visock_xform_list(struct visock_xform_desc *d, unsigned int n)
+{
+	unsigned int i, cnt = 0;
+	int err;
+
+	for (i = 0; i < ARRAY_SIZE(visock_xforms) && cnt < n; i++) {
+		err = visock_xform_probe(visock_xforms[i].id, &d[cnt]);
+		if (err == -ENOENT)
+			continue;
+		if (err)
+			return err;
+		cnt++;
+	}
+	return cnt;
+}
