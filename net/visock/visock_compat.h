@@ -169,4 +169,19 @@ static inline kuid_t visock_sk_uid(const struct sock *sk)
 #define VISOCK_WQ_PERCPU	0
 #endif
 
+/*
+ * HKDF (RFC 5869) over an HMAC shash is part of the crypto API from 6.14
+ * on (<crypto/hkdf.h>, CONFIG_CRYPTO_HKDF, selected by its users): there
+ * visock_kdf.c calls it.  Kernels without it (6.1, 6.12, and kernels
+ * built without a user of it, such as Debian's 7.x) get visock_kdf.c's
+ * own extract and expand steps over the same "hmac(sha256)" shash.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 14, 0) && \
+	IS_REACHABLE(CONFIG_CRYPTO_HKDF)
+#include <crypto/hkdf.h>
+#define VISOCK_HAVE_CRYPTO_HKDF	1
+#else
+#define VISOCK_HAVE_CRYPTO_HKDF	0
+#endif
+
 #endif /* _NET_VISOCK_COMPAT_H */
