@@ -42,12 +42,11 @@
 #define VISOCK_LAZY_MIN		BIT(10)
 #define VISOCK_LAZY_MAX		BIT(25)
 /*
- * Version of the option itself, in its version byte: the highest
- * handshake version the sender speaks (VISOCK_HS_VERSION), raised to 2
- * by senders in which either side of a lazy connection may start the
- * switch (visock/lazy-switch.rst).  A lazy connection uses switches
- * started by the server only if both options carry at least 2; older
- * senders announce 1 and take any version >= 1.
+ * Version of the option itself, in its version byte: 1 for senders in
+ * which only the client of a lazy connection starts the switch, 2 for
+ * senders in which either side may (visock/lazy-switch.rst).  A lazy
+ * connection uses switches started by the server only if both options
+ * carry at least 2.  Every release takes any version >= 1.
  */
 #define VISOCK_TCPOPT_VERSION	2
 #define VISOCK_TCPOPT_V_LAZY_BOTH 2
