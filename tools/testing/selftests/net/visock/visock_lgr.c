@@ -1372,6 +1372,24 @@ static void lazy_expect_tcp(int fd, const char *what)
 }
 
 /*
+ * A lazy connection that switched to RDMA (@vi, its VISOCK_INFO), the
+ * one switch since the counters were @switches and @declined.
+ */
+static void lazy_expect_switched(const struct visock_info *vi,
+				 long long switches, long long declined)
+{
+	vt_assert(vi->vi_mode == VISOCK_MODE_RDMA && vi->vi_local_qpn &&
+		  (vi->vi_flags & VISOCK_INFO_F_LAZY),
+		  "mode %u, QP %u, flags %#x: expected a switched connection",
+		  vi->vi_mode, vi->vi_local_qpn, vi->vi_flags);
+	vt_assert(hu_proc("lazy_switches") - switches == 1 &&
+		  hu_proc("lazy_switch_declined") == declined,
+		  "lazy_switches +%lld, declined +%lld: expected 1 and 0",
+		  hu_proc("lazy_switches") - switches,
+		  hu_proc("lazy_switch_declined") - declined);
+}
+
+/*
  * Short connections (connect, 64 B request and response, close) to a
  * peer with a QP up: none runs the handshake or touches the QP.
  */
@@ -1459,15 +1477,7 @@ static void lazy_switch(struct vt_ctx *c)
 	vt_diag("after 8 MiB each way: mode %u, QP %u, lazy_switches +%lld",
 		vi.vi_mode, vi.vi_local_qpn,
 		hu_proc("lazy_switches") - switches);
-	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA && vi.vi_local_qpn &&
-		  (vi.vi_flags & VISOCK_INFO_F_LAZY),
-		  "mode %u, QP %u, flags %#x: expected a switched connection",
-		  vi.vi_mode, vi.vi_local_qpn, vi.vi_flags);
-	vt_assert(hu_proc("lazy_switches") - switches == 1 &&
-		  hu_proc("lazy_switch_declined") == declined,
-		  "lazy_switches +%lld, declined +%lld: expected 1 and 0",
-		  hu_proc("lazy_switches") - switches,
-		  hu_proc("lazy_switch_declined") - declined);
+	lazy_expect_switched(&vi, switches, declined);
 	vt_assert(vi.vi_rdma_bytes_sent > 0 && vi.vi_rdma_bytes_rcvd > 0,
 		  "RDMA bytes sent %llu, received %llu: expected both",
 		  (unsigned long long)vi.vi_rdma_bytes_sent,
@@ -1760,15 +1770,7 @@ static void lazy_download(struct vt_ctx *c)
 	vt_diag("lazy_switches +%lld, lazy_switch_started +%lld",
 		hu_proc("lazy_switches") - switches,
 		hu_proc_get("lazy_switch_started") - started);
-	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA && vi.vi_local_qpn &&
-		  (vi.vi_flags & VISOCK_INFO_F_LAZY),
-		  "mode %u, QP %u, flags %#x: expected a switched connection",
-		  vi.vi_mode, vi.vi_local_qpn, vi.vi_flags);
-	vt_assert(hu_proc("lazy_switches") - switches == 1 &&
-		  hu_proc("lazy_switch_declined") == declined,
-		  "lazy_switches +%lld, declined +%lld: expected 1 and 0",
-		  hu_proc("lazy_switches") - switches,
-		  hu_proc("lazy_switch_declined") - declined);
+	lazy_expect_switched(&vi, switches, declined);
 	/* The server started it: the client wrote nothing. */
 	vt_assert(started >= 0 &&
 		  hu_proc("lazy_switch_started") - started ==
