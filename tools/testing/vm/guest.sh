@@ -6,8 +6,9 @@
 # Runs as PID 1 inside each guest, right after the initramfs switched into
 # the overlay of the host's root file system.  It reads its role from the
 # kernel command line (visock.host=a|b, visock.mode=run|persist,
-# visock.src=DIR, visock.results=DIR, and visock.modules=DIR for a kernel
-# whose modules are not in the host's /lib/modules), sets up the guest (mounts, hostname,
+# visock.src=DIR, visock.results=DIR, visock.modules=DIR for a kernel
+# whose modules are not in the host's /lib/modules, and visock.hosts=abcd
+# on a bed of more than two hosts), sets up the guest (mounts, hostname,
 # addresses, soft-RoCE device), waits for the peer and then executes jobs
 # that vm.sh drops into the "ctl" 9p share:
 #
@@ -77,7 +78,7 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || true
 mount -t configfs configfs /sys/kernel/config 2>/dev/null || true
 
 # --- role from the kernel command line -------------------------------------
-mode=run src='' results='' modules=''
+mode=run src='' results='' modules='' all_hosts=ab
 for arg in $(</proc/cmdline); do
 	case "$arg" in
 	visock.host=*)    host=${arg#*=} ;;
@@ -85,13 +86,24 @@ for arg in $(</proc/cmdline); do
 	visock.src=*)     src=${arg#*=} ;;
 	visock.results=*) results=${arg#*=} ;;
 	visock.modules=*) modules=${arg#*=} ;;
+	visock.hosts=*)   all_hosts=${arg#*=} ;;
 	esac
 done
+# Host number n (a = 1, b = 2, ...) has the addresses 10.77.0.n and
+# fd77::n.  The peer of host a is b, every other host's peer is a.
+case "$all_hosts" in ab | abcd) ;; *) say "bad visock.hosts"; power_off ;; esac
 case "$host" in
 a) me=1 peer=2 peer_host=b ;;
 b) me=2 peer=1 peer_host=a ;;
+c) me=3 peer=1 peer_host=a ;;
+d) me=4 peer=1 peer_host=a ;;
 *) say "bad visock.host"; power_off ;;
 esac
+[[ $all_hosts == *"$host"* ]] || { say "host $host is not on this bed"; power_off; }
+others=()
+for ((i = 0; i < ${#all_hosts}; i++)); do
+	[ "${all_hosts:i:1}" = "$host" ] || others+=("${all_hosts:i:1}")
+done
 
 # The repository is shared directly (no overlay, no caching) so that files
 # rebuilt on the host are seen at once; the results share is mounted at the
@@ -145,6 +157,14 @@ for _ in $(seq 60); do
 		break
 	fi
 done
+# On a bed of more hosts, every one of them.
+for o in "${others[@]}"; do
+	ip=10.77.0.$(( $(printf '%d' "'$o") - 96 ))
+	[ "$ip" != "$peer_ip" ] || continue
+	for _ in $(seq 60); do
+		busybox ping -q -c 1 -W 1 "$ip" >/dev/null 2>&1 && break
+	done
+done
 [ "$peer_ok" = 1 ] || say "peer $peer_ip does not answer (jobs will run anyway)"
 
 read -r up _ </proc/uptime
@@ -154,9 +174,11 @@ say "ready after ${up}s (peer reachable: $peer_ok)"
 
 # Rendezvous through the shared ctl directory: a quick job on one host must
 # not finish (and power off) before the other host has even seen its peer.
-for _ in $(seq 300); do
-	[ -f "$ctl/$peer_host/ready" ] && break
-	sleep 0.2
+for o in "${others[@]}"; do
+	for _ in $(seq 300); do
+		[ -f "$ctl/$o/ready" ] && break
+		sleep 0.2
+	done
 done
 
 # What every job (and the debug shell) gets in its environment.
@@ -166,6 +188,10 @@ job_env=(PATH="$PATH" LC_ALL=C HOME=/root
 	VISOCK_LOCAL_IP6="$local_ip6" VISOCK_PEER_IP6="$peer_ip6"
 	VISOCK_KVER="$(uname -r)" VISOCK_SRC="$src"
 	VISOCK_RESULTS="$results/$host" VISOCK_PEER_RESULTS="$results/$peer_host")
+# A bed of more than two hosts: their names, and where their results go.
+[ "$all_hosts" = ab ] ||
+	job_env+=(VISOCK_HOSTS="$(echo "$all_hosts" | sed 's/./& /g; s/ $//')"
+		VISOCK_RESULTS_ROOT="$results")
 
 # --- jobs ----------------------------------------------------------------------
 # run_job JOBFILE: execute one job and leave console.log, rc and dmesg.txt in

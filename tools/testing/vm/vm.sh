@@ -15,6 +15,13 @@
 #   vm.sh status --kernel K [--kernel-b K]
 #   vm.sh shell --kernel K [--kernel-b K] --host a|b   (shell on a started bed)
 #
+# --hosts 4 (with run, start, exec, stop, status, shell) boots four
+# guests, hosts a, b, c and d (10.77.0.1 to 10.77.0.4), all with the same
+# kernel, on one Ethernet segment: each guest's link goes to udp-hub.py,
+# a learning switch on the host.  Such a bed has its own ports, state
+# and results directory (<kver>-4h); without --hosts, or with --hosts 2,
+# the bed is the two-host one as always.
+#
 # --kernel-b boots host b with another kernel than host a (a mixed bed,
 # named <kver a>+<kver b>: its own state, ports and results directory).
 # --module-a / --module-b give the job on host a / b VISOCK_KO=KO (the
@@ -412,6 +419,22 @@ setup_bed() {
 	slot_b=$(series_slot "$series_b")
 	kver_a=$(resolve_kver "$series")
 	kver_b=$(resolve_kver "$series_b")
+	if [ "$nhosts" = 4 ]; then
+		[ "$kver_a" = "$kver_b" ] || die "--hosts 4 boots one kernel on all hosts"
+		hosts=(a b c d)
+		kver=$kver_a
+		# After the mixed beds' block (which ends below
+		# port_base + 2000): five ports per bed (hosts a to d, then
+		# the hub), 100 instances per series.
+		port_a=$((port_base + 2000 + (slot * 100 + inst) * 5))
+		port_b=$((port_a + 1))
+		port_hub=$((port_a + 4))
+		state=$cache_root/$kver/4h-inst$inst
+		ctl=$state/ctl
+		mkdir -p "$state"
+		return
+	fi
+	hosts=(a b)
 	if [ "$kver_a" = "$kver_b" ]; then
 		kver=$kver_a
 		# Two ports per bed: a listens on port_a, b on port_b.
@@ -438,12 +461,57 @@ host_kver() { # HOST -> the kernel release that host boots
 	if [ "$1" = a ]; then echo "$kver_a"; else echo "$kver_b"; fi
 }
 
+host_index() { # HOST -> 0 for a, 1 for b, ...
+	case "$1" in a) echo 0 ;; b) echo 1 ;; c) echo 2 ;; d) echo 3 ;; esac
+}
+
+host_port() { # HOST -> the UDP port of its link
+	if [ "$nhosts" = 4 ]; then
+		echo $((port_a + $(host_index "$1")))
+	elif [ "$1" = a ]; then
+		echo "$port_a"
+	else
+		echo "$port_b"
+	fi
+}
+
+# The learning switch of a four-host bed (udp-hub.py), in the background.
+hub_start() {
+	local h ports=()
+	[ "$nhosts" = 4 ] || return 0
+	hub_stop
+	for h in "${hosts[@]}"; do ports+=("$(host_port "$h")"); done
+	if port_busy "$port_hub"; then
+		die "UDP port $port_hub is in use (another test bed? set VISOCK_VM_INSTANCE)"
+	fi
+	python3 "$here/udp-hub.py" "$port_hub" "${ports[@]}" </dev/null \
+		>"$state/hub.log" 2>&1 &
+	echo $! >"$state/hub.pid"
+}
+
+hub_stop() {
+	local pid
+	[ "$nhosts" = 4 ] || return 0
+	pid=$(cat "$state/hub.pid" 2>/dev/null) || return 0
+	if [ -r "/proc/$pid/cmdline" ] &&
+	   tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "udp-hub.py $port_hub "; then
+		kill "$pid" 2>/dev/null || true
+	fi
+	rm -f "$state/hub.pid"
+}
+
 ensure_initrds() { # the initramfs of both hosts' kernels
 	ensure_initrd "$kver_a"
 	[ "$kver_b" = "$kver_a" ] || ensure_initrd "$kver_b"
 }
 
-vm_name() { echo "visock-$1-$kver-i$inst"; }
+vm_name() {
+	if [ "$nhosts" = 4 ]; then
+		echo "visock-$1-$kver-4h-i$inst"
+	else
+		echo "visock-$1-$kver-i$inst"
+	fi
+}
 
 # vm_pid HOST: prints the QEMU pid if that VM is running (checked by name, so
 # a recycled pid never gets mistaken for ours).
@@ -453,6 +521,11 @@ vm_pid() {
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
 	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "-name $(vm_name "$1") " || return 1
 	echo "$pid"
+}
+
+vm_kill_all() {
+	local h
+	for h in "${hosts[@]}"; do vm_kill "$h"; done
 }
 
 vm_kill() { # HOST
@@ -470,6 +543,7 @@ port_busy() { [ -n "$(ss -Huln "sport = :$1" 2>/dev/null)" ]; }
 
 results_dir_for() { # default results directory
 	local d=${VISOCK_RESULTS_DIR:-$repo/build/vm-results/$kver}
+	[ "$nhosts" = 2 ] || [ -n "${VISOCK_RESULTS_DIR:-}" ] || d=$d-4h
 	[ "$inst" = 0 ] || [ -n "${VISOCK_RESULTS_DIR:-}" ] || d=$d-i$inst
 	realpath -m "$d"
 }
@@ -484,10 +558,14 @@ wipe_dir() {
 launch() {
 	local host=$1 mode=$2 mac my_port peer_port extra=() hk
 	hk=$(host_kver "$host")
-	if [ "$host" = a ]; then
-		my_port=$port_a peer_port=$port_b mac=52:54:00:77:00:0a
+	mac=52:54:00:77:00:0$host
+	my_port=$(host_port "$host")
+	if [ "$nhosts" = 4 ]; then
+		peer_port=$port_hub
+	elif [ "$host" = a ]; then
+		peer_port=$port_b
 	else
-		my_port=$port_b peer_port=$port_a mac=52:54:00:77:00:0b
+		peer_port=$port_a
 	fi
 	if qemu_too_old; then
 		info "warning: $("$qemu" --version 2>/dev/null | head -1 || echo "$qemu: missing") is older than 8.1 (run: vm.sh prepare)"
@@ -535,7 +613,7 @@ start_streams() {
 	sentinel=$!
 	stream_pids=()
 	local h
-	for h in a b; do
+	for h in "${hosts[@]}"; do
 		tail -n +1 -F -s 0.2 --pid="$sentinel" "$results/$h/console.log" 2>/dev/null |
 			sed -u "s/^/[$h] /" &
 		stream_pids+=($!)
@@ -569,7 +647,7 @@ write_jobs() { # ID SCRIPT [ARGS...]
 		script=/run/visock/ctl/job-script ;;
 	esac
 	argv=$(printf '%q ' "${runner[@]}" "$script" "$@")
-	for h in a b; do
+	for h in "${hosts[@]}"; do
 		mkdir -p "$ctl/$h"
 		rm -f "$ctl/$h/done" "$ctl/$h/job.running"
 		{
@@ -619,10 +697,10 @@ scan_log() { # LABEL FILE
 
 # Collect the verdict for both hosts; serial_off[HOST] selects the part of
 # the serial log that belongs to this job.  Returns 1 on any failure.
-declare -A serial_off=([a]=0 [b]=0)
+declare -A serial_off=([a]=0 [b]=0 [c]=0 [d]=0)
 verdict() {
 	local h rc ok=0
-	for h in a b; do
+	for h in "${hosts[@]}"; do
 		tail -c "+$((serial_off[$h] + 1))" "$state/$h.serial.log" >"$results/$h/serial.log" 2>/dev/null || true
 		rc=$(cat "$results/$h/rc" 2>/dev/null || true)
 		if [ -z "$rc" ]; then
@@ -645,7 +723,7 @@ wait_guests() { # START_MS WANT_DONE
 	local t0=$1 want_done=$2 h finished dead_ms='' dead_grace=30
 	while :; do
 		finished=0
-		for h in a b; do
+		for h in "${hosts[@]}"; do
 			note_ready "$h" "$t0"
 			if [ "$want_done" = 1 ]; then
 				[ -f "$ctl/$h/done" ] && finished=$((finished + 1)) && continue
@@ -668,17 +746,15 @@ wait_guests() { # START_MS WANT_DONE
 				fi
 			fi
 		done
-		[ "$finished" = 2 ] && return 0
+		[ "$finished" = "${#hosts[@]}" ] && return 0
 		if [ -n "$dead_ms" ] && [ $(( $(now_ms) - dead_ms )) -gt $((dead_grace * 1000)) ]; then
-			vm_kill a
-			vm_kill b
+			vm_kill_all
 			return 1
 		fi
 		if [ $(( $(now_ms) - t0 )) -gt $((timeout * 1000)) ]; then
 			echo "vm.sh: FAIL: timeout after ${timeout}s, killing the guests"
 			[ "$want_done" = 0 ] || echo "vm.sh: (vm.sh start to boot them again)"
-			vm_kill a
-			vm_kill b
+			vm_kill_all
 			return 1
 		fi
 		sleep 0.2
@@ -706,11 +782,11 @@ module_path() {
 	echo "$p"
 }
 
-declare -A module_for=([a]='' [b]='')
+declare -A module_for=([a]='' [b]='' [c]='' [d]='')
 
-parse_bed_args() { # sets series, timeout, job (array), module_for
-	series='' series_b='' timeout=600 job=() host_opt=''
-	module_for=([a]='' [b]='')
+parse_bed_args() { # sets series, timeout, job (array), module_for, nhosts
+	series='' series_b='' timeout=600 job=() host_opt='' nhosts=2
+	module_for=([a]='' [b]='' [c]='' [d]='')
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--kernel) series=${2:?}; shift 2 ;;
@@ -719,6 +795,9 @@ parse_bed_args() { # sets series, timeout, job (array), module_for
 		--module-b) module_for[b]=$(module_path "${2:?}"); shift 2 ;;
 		--timeout) timeout=${2:?}; shift 2 ;;
 		--host) host_opt=${2:?}; shift 2 ;;
+		--hosts)
+			nhosts=${2:?}; shift 2
+			[ "$nhosts" = 2 ] || [ "$nhosts" = 4 ] || die "--hosts is 2 or 4" ;;
 		--) shift; job=("$@"); break ;;
 		*) usage ;;
 		esac
@@ -751,7 +830,7 @@ check_paths() {
 	/tmp/* | /run/* | /dev/*)
 		die "the guests cannot see $m (VISOCK_CACHE): they have their own /tmp, /run and /dev; use a cache outside them" ;;
 	esac
-	for h in a b; do
+	for h in "${hosts[@]}"; do
 		line=$(kernel_cmdline "$h" persist)
 		[ "${#line}" -lt 2048 ] ||
 			die "the kernel command line of the guests would be ${#line} characters (at most 2047): use shorter repository, results or cache paths"
@@ -763,15 +842,16 @@ qemu_opt_path() { echo "${1//,/,,}"; }
 
 # kernel_cmdline HOST MODE: the guest kernel's command line.
 kernel_cmdline() {
-	local modroot modarg='' hk
+	local modroot modarg='' hk hostsarg=''
 	hk=$(host_kver "$1")
+	[ "$nhosts" = 2 ] || hostsarg=" visock.hosts=$(IFS=; echo "${hosts[*]}")"
 	# A kernel whose modules are not in /lib/modules: guest.sh links
 	# its module tree there (the guest sees the host's / read-only).
 	modroot=$(module_root "$hk")
 	[ -z "$modroot" ] || modarg=" visock.modules=$modroot/lib/modules/$hk"
 	echo "console=ttyS0 quiet panic=-1 panic_on_warn=0 \
 visock.init=$here/guest.sh visock.host=$1 visock.mode=$2 \
-visock.src=$repo visock.results=$results$modarg$(vm_append "$hk")"
+visock.src=$repo visock.results=$results$modarg$hostsarg$(vm_append "$hk")"
 }
 
 # ---------------------------------------------------------------------------
@@ -780,15 +860,23 @@ visock.src=$repo visock.results=$results$modarg$(vm_append "$hk")"
 
 cleanup_run() {
 	stop_streams
-	vm_kill a
-	vm_kill b
+	vm_kill_all
+	hub_stop
+}
+
+any_running() {
+	local h
+	for h in "${hosts[@]}"; do
+		vm_pid "$h" >/dev/null && return 0
+	done
+	return 1
 }
 
 cmd_run() {
-	local t0 rc=0
+	local t0 rc=0 h
 	parse_bed_args "$@"
 	[ ${#job[@]} -gt 0 ] || die "run needs -- SCRIPT [ARGS...]"
-	if vm_pid a >/dev/null || vm_pid b >/dev/null; then
+	if any_running; then
 		die "test bed $kver/inst$inst is running (vm.sh stop, or use VISOCK_VM_INSTANCE)"
 	fi
 	ensure_initrds
@@ -796,7 +884,7 @@ cmd_run() {
 	check_paths
 	wipe_dir "$results"
 	wipe_dir "$ctl"
-	mkdir -p "$results/a" "$results/b"
+	for h in "${hosts[@]}"; do mkdir -p "$results/$h"; done
 	write_jobs "run" "${job[@]}"
 
 	if [ "$kver_a" = "$kver_b" ]; then
@@ -808,10 +896,11 @@ cmd_run() {
 	trap 'exit 130' INT TERM
 	t0=$(now_ms)
 	start_streams
-	launch a run
-	launch b run
+	hub_start
+	for h in "${hosts[@]}"; do launch "$h" run; done
 	wait_guests "$t0" 0 || rc=1
 	stop_streams
+	hub_stop
 	verdict || rc=1
 	info "wall time $(secs $(( $(now_ms) - t0 )))s"
 	trap - EXIT
@@ -819,10 +908,17 @@ cmd_run() {
 	return "$rc"
 }
 
+all_ready() {
+	local h
+	for h in "${hosts[@]}"; do
+		[ -f "$ctl/$h/ready" ] || return 1
+	done
+}
+
 cmd_start() {
 	local t0 h
 	parse_bed_args "$@"
-	if vm_pid a >/dev/null || vm_pid b >/dev/null; then
+	if any_running; then
 		info "test bed $kver/inst$inst already running"
 		return 0
 	fi
@@ -831,28 +927,27 @@ cmd_start() {
 	check_paths
 	wipe_dir "$results"
 	wipe_dir "$ctl"
-	mkdir -p "$results/a" "$results/b" "$ctl/a" "$ctl/b"
+	for h in "${hosts[@]}"; do mkdir -p "$results/$h" "$ctl/$h"; done
 	echo "$results" >"$state/results_dir"
 	t0=$(now_ms)
-	launch a persist
-	launch b persist
-	until [ -f "$ctl/a/ready" ] && [ -f "$ctl/b/ready" ]; do
-		for h in a b; do
+	hub_start
+	for h in "${hosts[@]}"; do launch "$h" persist; done
+	while ! all_ready; do
+		for h in "${hosts[@]}"; do
 			note_ready "$h" "$t0"
 			vm_pid "$h" >/dev/null || {
 				tail -n 20 "$state/$h.serial.log"
-				vm_kill a; vm_kill b
+				vm_kill_all; hub_stop
 				die "host $h died while booting"
 			}
 		done
 		if [ $(( $(now_ms) - t0 )) -gt $((timeout * 1000)) ]; then
-			vm_kill a; vm_kill b
+			vm_kill_all; hub_stop
 			die "guests not ready after ${timeout}s"
 		fi
 		sleep 0.2
 	done
-	note_ready a "$t0"
-	note_ready b "$t0"
+	for h in "${hosts[@]}"; do note_ready "$h" "$t0"; done
 	info "test bed $kver/inst$inst running (vm.sh exec / vm.sh stop)"
 }
 
@@ -860,7 +955,7 @@ cmd_exec() {
 	local t0 rc=0 h id
 	parse_bed_args "$@"
 	[ ${#job[@]} -gt 0 ] || die "exec needs -- SCRIPT [ARGS...]"
-	for h in a b; do
+	for h in "${hosts[@]}"; do
 		vm_pid "$h" >/dev/null || die "host $h is not running (vm.sh start --kernel $series${series_b:+ --kernel-b $series_b})"
 		[ -f "$ctl/$h/ready" ] || die "host $h is not ready yet"
 	done
@@ -869,11 +964,13 @@ cmd_exec() {
 		info "note: the running test bed writes to $results"
 	fi
 	wipe_dir "$results"
-	mkdir -p "$results/a" "$results/b"
-	serial_off[a]=$(stat -c %s "$state/a.serial.log")
-	serial_off[b]=$(stat -c %s "$state/b.serial.log")
+	ready_seen=()
+	for h in "${hosts[@]}"; do
+		mkdir -p "$results/$h"
+		serial_off[$h]=$(stat -c %s "$state/$h.serial.log")
+		ready_seen[$h]=1
+	done
 	id=$(date +%s%N)
-	ready_seen=([a]=1 [b]=1)
 	t0=$(now_ms)
 	trap stop_streams EXIT
 	start_streams
@@ -890,22 +987,23 @@ cmd_exec() {
 cmd_stop() {
 	local h i
 	parse_bed_args "$@"
-	for h in a b; do
+	for h in "${hosts[@]}"; do
 		if vm_pid "$h" >/dev/null; then touch "$ctl/$h/stop"; fi
 	done
 	for i in $(seq 100); do
-		vm_pid a >/dev/null || vm_pid b >/dev/null || break
+		any_running || break
 		sleep 0.1
 	done
-	vm_kill a
-	vm_kill b
-	rm -f "$ctl/a/stop" "$ctl/b/stop"
+	vm_kill_all
+	hub_stop
+	for h in "${hosts[@]}"; do rm -f "$ctl/$h/stop"; done
 	info "test bed $kver/inst$inst stopped"
 }
 
 cmd_shell() {
 	parse_bed_args "$@"
-	case "$host_opt" in a | b) ;; *) die "shell needs --host a|b" ;; esac
+	[[ " ${hosts[*]} " == *" $host_opt "* ]] ||
+		die "shell needs --host ${hosts[*]// /|}"
 	vm_pid "$host_opt" >/dev/null ||
 		die "host $host_opt is not running (vm.sh start --kernel $series${series_b:+ --kernel-b $series_b})"
 	command -v socat >/dev/null || die "socat is missing (vm.sh prepare)"
@@ -917,9 +1015,9 @@ cmd_shell() {
 cmd_status() {
 	local h pid
 	parse_bed_args "$@"
-	for h in a b; do
+	for h in "${hosts[@]}"; do
 		if pid=$(vm_pid "$h"); then
-			info "host $h: running (pid $pid, port $( [ "$h" = a ] && echo "$port_a" || echo "$port_b"))"
+			info "host $h: running (pid $pid, port $(host_port "$h"))"
 		else
 			info "host $h: stopped"
 		fi
