@@ -7,6 +7,7 @@
 #   make check                the whole test suite (see README)
 #   make check-debug          kselftests + KUnit on the KASAN/lockdep guest kernel
 #   make check-fleet          cross-host kselftests between 6.1/6.12 and 7.3 hosts
+#   make check-multi          one host and three peer hosts at once (4 guests)
 #   make check-interop        this release against v0.1.0 on the bed, live upgrade
 #   make demo                 two emulated hosts talking over visock
 #   make bench                TCP/visock/SMC-R/rsocket/verbs numbers on the emulated hosts
@@ -23,7 +24,7 @@ TESTING	:= tools/testing
 VERSION	:= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
 .PHONY: all tools modules modules-clean clean install modules_install check check-quick demo \
-	check-debug check-fleet check-interop debug-kernel \
+	check-debug check-fleet check-multi check-interop debug-kernel \
 	bench checkpatch kunit vm-test selftests dkms-check modules-testbed
 
 all: modules tools
@@ -102,6 +103,13 @@ check-debug:
 # once the client and once the server).
 check-fleet:
 	$(TESTING)/check-fleet.sh
+
+# Not part of check: four guests on one emulated Ethernet segment, a
+# server with three client hosts at once, a client host killed in the
+# middle of its streams, a client of three servers at once, and the
+# memory a host spends per peer host (tools/testing/check-multi.sh).
+check-multi:
+	$(TESTING)/check-multi.sh
 
 # Not part of check: this tree's module against the previous release's
 # (built from its commit) on the two-host bed, both ways at once, then
