@@ -202,7 +202,7 @@ if [ "$me" = a ]; then
 		printf '%-16s %9s %9s %9s %10s %10s %9s\n' what idle 3x1conn \
 			3x4conns per_peer1 per_conn per_qp
 		for k in qps registered_bytes qp_queue_bytes SUnreclaim_kB \
-			 Slab_kB VmallocUsed_kB Percpu_kB rdma_qps; do
+			 Slab_kB VmallocUsed_kB Percpu_kB MemAvailable_kB rdma_qps; do
 			i=$(val idle "$k") p1=$(val peer1 "$k") p4=$(val peer4 "$k")
 			awk -v k="$k" -v i="$i" -v p1="$p1" -v p4="$p4" 'BEGIN {
 				c = ((p4 - p1) - (p1 - i)) / 6

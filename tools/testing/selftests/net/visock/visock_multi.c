@@ -242,6 +242,7 @@ static int serve(int port, int nconn)
 					  i, c[i].peer, now - c[i].last,
 					  (unsigned long long)c[i].got,
 					  (unsigned long long)c[i].h.total);
+				c[i].max_gap = now - c[i].last;
 				stalled++;
 			}
 		}
@@ -488,6 +489,7 @@ static int stream(int port, int nconn, long long bytes, char **hosts,
 			ktap_diag("connection %d to %s: nothing for %lld ms (%llu of %lld bytes sent)",
 				  i, c[i].host, now - c[i].last,
 				  (unsigned long long)c[i].sent, bytes);
+			c[i].max_gap = now - c[i].last;
 			stalled++;
 		}
 		if (stalled)
