@@ -162,7 +162,9 @@ for o in "${others[@]}"; do
 	ip=10.77.0.$(( $(printf '%d' "'$o") - 96 ))
 	[ "$ip" != "$peer_ip" ] || continue
 	for _ in $(seq 60); do
-		busybox ping -q -c 1 -W 1 "$ip" >/dev/null 2>&1 && break
+		if busybox ping -q -c 1 -W 1 "$ip" >/dev/null 2>&1; then
+			break
+		fi
 	done
 done
 [ "$peer_ok" = 1 ] || say "peer $peer_ip does not answer (jobs will run anyway)"
