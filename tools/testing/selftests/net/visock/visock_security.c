@@ -869,7 +869,7 @@ static void decline_foreign_qp(struct vt_ctx *c)
 	struct visock_info vi;
 	struct hparams rp;
 	struct hmsg m;
-	int lfd, port, victim, fd;
+	int lfd, port, victim, fd, i;
 	char pad[LAZY_L], line[64];
 	struct in_addr ip;
 
@@ -885,6 +885,21 @@ static void decline_foreign_qp(struct vt_ctx *c)
 		foreign0 = hu_proc_get("lazy_switch_foreign");
 		vt_sync(c, "victim up");
 		fd = su_accept(lfd, SOCK_CLOEXEC);
+		/*
+		 * Only a lazy connection looks for a SWITCH: if host B's
+		 * connection is not one, the rest proves nothing.
+		 */
+		for (i = 0; i < 500; i++) {
+			hu_get_info(fd, &vi);
+			if (vi.vi_flags & VISOCK_INFO_F_LAZY)
+				break;
+			usleep(10 * 1000);
+		}
+		vt_diag("host B's connection: mode %u, fallback reason %u, flags %#x",
+			vi.vi_mode, vi.vi_fallback_reason, vi.vi_flags);
+		vt_assert(vi.vi_flags & VISOCK_INFO_F_LAZY,
+			  "host B's connection is not a lazy one (flags %#x)",
+			  vi.vi_flags);
 		/* Wait until the server acted on the SWITCH. */
 		hu_proc_wait_ge("lazy_switch_declined", declined0 + 1, 5000);
 		hu_proc_wait_ge("lazy_switch_reset", reset0 + 1, 5000);
