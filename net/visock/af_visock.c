@@ -14,7 +14,9 @@
  * also exists as socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_VISOCK)
  * (visock_inet.c): inet_create() allocates it, then proto.init runs the
  * same visock_sk_init() and visock_sock_setup() as visock_create(); its
- * children are allocated from the listener's struct proto.
+ * children are allocated from the listener's struct proto.  SOCK_DGRAM
+ * sockets of the family are another object, struct visock_dgram_sock
+ * (visock_dgram.c); visock_create() only hands them over.
  *
  * Lifetime.  The socket layer holds the reference taken by sk_alloc()
  * from socket(2)/accept(2) until release.  A queued child's reference is
@@ -86,6 +88,7 @@
 #include "visock_policy.h"
 #include "visock_inet.h"
 #include "visock_mem.h"
+#include "visock_dgram.h"
 
 struct proto visock_proto = {
 	.name		= "VISOCK",
@@ -309,6 +312,8 @@ static int visock_create(struct net *net, struct socket *sock, int protocol,
 	struct sock *sk;
 	int family, err;
 
+	if (sock->type == SOCK_DGRAM)
+		return visock_dgram_create(net, sock, protocol, kern);
 	if (sock->type != SOCK_STREAM)
 		return -ESOCKTNOSUPPORT;
 	switch (protocol) {

@@ -88,6 +88,7 @@
  * @lgr_peer_qps_max: net.visock.lgr_peer_qps_max, QPs with one peer host
  *	(0: derived from @lgr_max_links)
  * @lgr_qps_max: net.visock.lgr_qps_max, QPs of the namespace (0: derived)
+ * @dgram_enable: net.visock.dgram_enable, visock datagram sockets allowed
  * @lgr_lock: the QP list and each QP's attachment count (visock_vc.c)
  * @qps: QPs of this namespace (struct visock_qp.net_node)
  * @qp_all_lock: protects @qp_all; BH-safe, innermost
@@ -154,6 +155,7 @@ struct visock_net {
 	int lazy_bytes;
 	int lgr_peer_qps_max;
 	int lgr_qps_max;
+	int dgram_enable;
 	/* Protects qps and the QPs' attachment counts; process context */
 	struct mutex lgr_lock;
 	struct list_head qps;

@@ -39,6 +39,7 @@
 #include "visock_inet.h"
 #include "visock_tcp.h"
 #include "visock_mem.h"
+#include "visock_dgram.h"
 
 static int inet_proto = IPPROTO_VISOCK;
 module_param(inet_proto, int, 0444);
@@ -46,7 +47,11 @@ MODULE_PARM_DESC(inet_proto,
 		 "protocol number of socket(AF_INET[6], SOCK_STREAM, N) visock sockets (256-262; 0: none; default "
 		 __stringify(IPPROTO_VISOCK) ")");
 
-/* socket() loads the module for the default number (SOCK_STREAM is 1). */
+/*
+ * socket() loads the module for the default number (SOCK_STREAM is 1).
+ * Not for SOCK_DGRAM: datagram sockets are off until a sysctl of the
+ * loaded module turns them on.
+ */
 MODULE_ALIAS_NET_PF_PROTO_TYPE(PF_INET, IPPROTO_VISOCK, 1);
 MODULE_ALIAS_NET_PF_PROTO_TYPE(PF_INET6, IPPROTO_VISOCK, 1);
 
@@ -103,6 +108,51 @@ static struct proto visock_inet6_proto = {
 	VISOCK_IPV6_PINFO_OFFSET(struct visock6_sock, inet6)
 };
 
+/* An AF_INET6 visock datagram sock; @inet6 last, as in visock6_sock. */
+struct visock_dgram6_sock {
+	struct visock_dgram_sock vds;
+	struct ipv6_pinfo inet6;
+};
+
+/*
+ * proto.init of a datagram sock: refused while the namespace has
+ * datagrams off, with the errno of a kernel without them (no protosw
+ * entry for the number).
+ */
+static int visock_inet_dgram_init_sock(struct sock *sk)
+{
+	if (!READ_ONCE(visock_net(sock_net(sk))->dgram_enable))
+		return -EPROTONOSUPPORT;
+	return visock_dgram_sock_setup(sk, sk->sk_family);
+}
+
+/* proto.destroy: see visock_inet_destroy_sock(). */
+static void visock_inet_dgram_destroy_sock(struct sock *sk)
+{
+	visock_dgram_sock_teardown(sk);
+}
+
+static struct proto visock_inet_dgram_proto = {
+	.name		= "VISOCK_UDP",
+	.owner		= THIS_MODULE,
+	.init		= visock_inet_dgram_init_sock,
+	.destroy	= visock_inet_dgram_destroy_sock,
+	.unhash		= visock_inet_unhash,
+	.obj_size	= sizeof(struct visock_dgram_sock),
+	VISOCK_MEM_PROTO_FIELDS,
+};
+
+static struct proto visock_inet6_dgram_proto = {
+	.name		= "VISOCK_UDP6",
+	.owner		= THIS_MODULE,
+	.init		= visock_inet_dgram_init_sock,
+	.destroy	= visock_inet_dgram_destroy_sock,
+	.unhash		= visock_inet_unhash,
+	.obj_size	= sizeof(struct visock_dgram6_sock),
+	VISOCK_MEM_PROTO_FIELDS,
+	VISOCK_IPV6_PINFO_OFFSET(struct visock_dgram6_sock, inet6)
+};
+
 /*
  * The proto_ops are visock_stream_ops for all three families: nothing
  * reads proto_ops.family after sock_register().  Not INET_PROTOSW_ICSK:
@@ -121,8 +171,22 @@ static struct inet_protosw visock_inet6_protosw = {
 	.ops		= &visock_stream_ops,
 };
 
+static struct inet_protosw visock_inet_dgram_protosw = {
+	.type		= SOCK_DGRAM,
+	.prot		= &visock_inet_dgram_proto,
+	.ops		= &visock_dgram_ops,
+};
+
+static struct inet_protosw visock_inet6_dgram_protosw = {
+	.type		= SOCK_DGRAM,
+	.prot		= &visock_inet6_dgram_proto,
+	.ops		= &visock_dgram_ops,
+};
+
 static bool visock_inet4_registered;
 static bool visock_inet6_registered;
+static bool visock_inet4_dgram_registered;
+static bool visock_inet6_dgram_registered;
 
 /**
  * visock_inet_child_init() - inet part of an accepted child's sock
@@ -144,31 +208,42 @@ void visock_inet_child_init(struct sock *sk)
 }
 
 /*
- * Does an entry other than @ours in @ours' SOCK_STREAM list use its
- * protocol number?  @ours was just registered.  The list head itself is
- * not exported, but its layout is known: permanent entries first (TCP is
- * the only permanent SOCK_STREAM one, in both families), then the others,
- * newest first.  inet_register_protosw() put @ours right after the last
- * permanent entry, so the entry before @ours is TCP and the one before
- * TCP is the head: the others follow @ours until the walk is back there.
- * Returns -EBUSY if the number is taken, -EUCLEAN if the list does not
- * look like that (then nothing can be said), 0 if the number is free.
+ * Does an entry other than @ours in @ours' list (of its socket type) use
+ * its protocol number?  @ours was just registered.  The list head itself
+ * is not exported, but its layout is known: permanent entries first, the
+ * first of them registered at boot (TCP for SOCK_STREAM, UDP for
+ * SOCK_DGRAM; UDP-Lite may follow UDP), then the others, newest first.
+ * inet_register_protosw() put @ours right after the last permanent
+ * entry, so walking back from @ours over permanent entries reaches @first
+ * and the entry before it is the head: the others follow @ours until the
+ * walk is back there.  Returns -EBUSY if the number is taken, -EUCLEAN if
+ * the list does not look like that (then nothing can be said), 0 if the
+ * number is free.
  */
-static int visock_inet_check_unique(struct inet_protosw *ours)
+static int visock_inet_check_unique(struct inet_protosw *ours, int first)
 {
-	const struct inet_protosw *tcp, *p;
+	const struct inet_protosw *perm, *p;
 	struct list_head *head, *pos;
-	int err = 0;
+	int err = 0, i;
 
 	rcu_read_lock();
-	tcp = list_entry(READ_ONCE(ours->list.prev), struct inet_protosw,
-			 list);
-	if (!(tcp->flags & INET_PROTOSW_PERMANENT) ||
-	    tcp->protocol != IPPROTO_TCP) {
+	perm = ours;
+	for (i = 0; i < 3; i++) {
+		perm = list_entry(READ_ONCE(perm->list.prev),
+				  struct inet_protosw, list);
+		if (!(perm->flags & INET_PROTOSW_PERMANENT) ||
+		    perm->protocol == ours->protocol) {
+			err = -EUCLEAN;
+			goto out;
+		}
+		if (perm->protocol == first)
+			break;
+	}
+	if (perm->protocol != first) {
 		err = -EUCLEAN;
 		goto out;
 	}
-	head = READ_ONCE(tcp->list.prev);
+	head = READ_ONCE(perm->list.prev);
 	for (pos = rcu_dereference(list_next_rcu(&ours->list)); pos != head;
 	     pos = rcu_dereference(list_next_rcu(pos))) {
 		p = list_entry(pos, struct inet_protosw, list);
@@ -185,6 +260,9 @@ out:
 /* Register @sw for @family; false (logged) if it had to back out. */
 static bool visock_inet_register(struct inet_protosw *sw, int family)
 {
+	const char *type = sw->type == SOCK_DGRAM ? "datagram" : "stream";
+	const char *ctype = sw->type == SOCK_DGRAM ? "SOCK_DGRAM" :
+						     "SOCK_STREAM";
 	int err;
 
 	sw->protocol = inet_proto;
@@ -193,7 +271,8 @@ static bool visock_inet_register(struct inet_protosw *sw, int family)
 	else
 		inet6_register_protosw(sw);
 
-	err = visock_inet_check_unique(sw);
+	err = visock_inet_check_unique(sw, sw->type == SOCK_DGRAM ?
+					   IPPROTO_UDP : IPPROTO_TCP);
 	if (!err)
 		return true;
 
@@ -203,12 +282,14 @@ static bool visock_inet_register(struct inet_protosw *sw, int family)
 		inet6_unregister_protosw(sw);
 	synchronize_net();
 	if (err == -EBUSY)
-		pr_warn("visock: protocol %d of %s stream sockets is already used by another module; no socket(%s, SOCK_STREAM, %d) visock sockets (load visock with another inet_proto=)\n",
+		pr_warn("visock: protocol %d of %s %s sockets is already used by another module; no socket(%s, %s, %d) visock sockets (load visock with another inet_proto=)\n",
 			inet_proto, family == AF_INET ? "AF_INET" : "AF_INET6",
-			family == AF_INET ? "AF_INET" : "AF_INET6", inet_proto);
+			type, family == AF_INET ? "AF_INET" : "AF_INET6",
+			ctype, inet_proto);
 	else
-		pr_warn("visock: cannot check who uses protocol %d of %s stream sockets; not registering it\n",
-			inet_proto, family == AF_INET ? "AF_INET" : "AF_INET6");
+		pr_warn("visock: cannot check who uses protocol %d of %s %s sockets; not registering it\n",
+			inet_proto, family == AF_INET ? "AF_INET" : "AF_INET6",
+			type);
 	return false;
 }
 
@@ -239,29 +320,57 @@ int visock_inet_init(void)
 	BUILD_BUG_ON(sizeof(struct visock6_sock) !=
 		     offsetof(struct visock6_sock, inet6) +
 		     sizeof(struct ipv6_pinfo));
+	BUILD_BUG_ON(sizeof(struct visock_dgram6_sock) !=
+		     offsetof(struct visock_dgram6_sock, inet6) +
+		     sizeof(struct ipv6_pinfo));
 
 	err = proto_register(&visock_inet_proto, 1);
 	if (err)
 		return err;
 	err = proto_register(&visock_inet6_proto, 1);
-	if (err) {
-		proto_unregister(&visock_inet_proto);
-		return err;
-	}
+	if (err)
+		goto err_inet;
+	err = proto_register(&visock_inet_dgram_proto, 1);
+	if (err)
+		goto err_inet6;
+	err = proto_register(&visock_inet6_dgram_proto, 1);
+	if (err)
+		goto err_inet_dgram;
 
 	visock_inet4_registered = visock_inet_register(&visock_inet_protosw,
 						       AF_INET);
 	/* With ipv6.disable=1 the protosw lists are not even initialised. */
-	if (ipv6_mod_enabled())
+	visock_inet4_dgram_registered =
+		visock_inet_register(&visock_inet_dgram_protosw, AF_INET);
+	if (ipv6_mod_enabled()) {
 		visock_inet6_registered =
 			visock_inet_register(&visock_inet6_protosw, AF_INET6);
+		visock_inet6_dgram_registered =
+			visock_inet_register(&visock_inet6_dgram_protosw,
+					     AF_INET6);
+	}
 	if (visock_inet4_registered || visock_inet6_registered)
 		pr_info("visock: socket(%s%s%s, SOCK_STREAM, %d) creates visock sockets\n",
 			visock_inet4_registered ? "AF_INET" : "",
 			visock_inet4_registered && visock_inet6_registered ?
 			" or " : "",
 			visock_inet6_registered ? "AF_INET6" : "", inet_proto);
+	if (visock_inet4_dgram_registered || visock_inet6_dgram_registered)
+		pr_info("visock: socket(%s%s%s, SOCK_DGRAM, %d) creates visock datagram sockets where net.visock.dgram_enable=1\n",
+			visock_inet4_dgram_registered ? "AF_INET" : "",
+			visock_inet4_dgram_registered &&
+			visock_inet6_dgram_registered ? " or " : "",
+			visock_inet6_dgram_registered ? "AF_INET6" : "",
+			inet_proto);
 	return 0;
+
+err_inet_dgram:
+	proto_unregister(&visock_inet_dgram_proto);
+err_inet6:
+	proto_unregister(&visock_inet6_proto);
+err_inet:
+	proto_unregister(&visock_inet_proto);
+	return err;
 }
 
 /**
@@ -277,6 +386,10 @@ void visock_inet_exit(void)
 {
 	if (!inet_proto || inet_proto < 256 || inet_proto >= IPPROTO_MAX)
 		return;
+	if (visock_inet6_dgram_registered)
+		inet6_unregister_protosw(&visock_inet6_dgram_protosw);
+	if (visock_inet4_dgram_registered)
+		inet_unregister_protosw(&visock_inet_dgram_protosw);
 	if (visock_inet6_registered)
 		inet6_unregister_protosw(&visock_inet6_protosw);
 	if (visock_inet4_registered)
@@ -285,6 +398,10 @@ void visock_inet_exit(void)
 	synchronize_net();
 	visock_inet4_registered = false;
 	visock_inet6_registered = false;
+	visock_inet4_dgram_registered = false;
+	visock_inet6_dgram_registered = false;
+	proto_unregister(&visock_inet6_dgram_proto);
+	proto_unregister(&visock_inet_dgram_proto);
 	proto_unregister(&visock_inet6_proto);
 	proto_unregister(&visock_inet_proto);
 }

@@ -17,6 +17,7 @@
 #include "visock.h"
 #include "af_visock.h"
 #include "visock_debugfs.h"
+#include "visock_dgram.h"
 #include "visock_diag.h"
 #include "visock_genl.h"
 #include "visock_ib.h"
@@ -116,6 +117,10 @@ static int __init visock_init(void)
 	if (err)
 		goto err_diag;
 
+	err = visock_dgram_init();
+	if (err)
+		goto err_proto_stream;
+
 	err = sock_register(&visock_family_ops);
 	if (err) {
 		if (err == -EEXIST)
@@ -138,6 +143,8 @@ static int __init visock_init(void)
 err_family:
 	sock_unregister(AF_VISOCK);
 err_proto:
+	visock_dgram_exit();
+err_proto_stream:
 	proto_unregister(&visock_proto);
 err_diag:
 	visock_diag_exit();
@@ -157,6 +164,7 @@ static void __exit visock_exit(void)
 	visock_inet_exit();
 	visock_debugfs_exit();
 	sock_unregister(AF_VISOCK);
+	visock_dgram_exit();
 	proto_unregister(&visock_proto);
 	visock_diag_exit();
 	visock_genl_exit();

@@ -40,6 +40,14 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	seq_printf(seq, "rdma_failovers %llu\n", t.data.failovers);
 	seq_printf(seq, "tcp_bytes_sent %llu\n", t.data.tcp_bytes_sent);
 	seq_printf(seq, "tcp_bytes_rcvd %llu\n", t.data.tcp_bytes_rcvd);
+	seq_printf(seq, "dgram_enable %d\n", READ_ONCE(vn->dgram_enable));
+	seq_printf(seq, "dgram_sent %llu\n", t.data.dgram_sent);
+	seq_printf(seq, "dgram_bytes_sent %llu\n", t.data.dgram_bytes_sent);
+	seq_printf(seq, "dgram_rcvd %llu\n", t.data.dgram_rcvd);
+	seq_printf(seq, "dgram_bytes_rcvd %llu\n", t.data.dgram_bytes_rcvd);
+	for (i = 0; i < __VISOCK_DGRAM_PATH_MAX; i++)
+		seq_printf(seq, "dgram_sent_%s %llu\n",
+			   visock_dgram_path_name(i), t.data.dgram_path[i]);
 	for (i = 1; i < __VISOCK_FB_MAX; i++)
 		seq_printf(seq, "fallback_%s %llu\n", visock_fb_name(i),
 			   t.fallbacks[i]);

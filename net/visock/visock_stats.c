@@ -50,6 +50,28 @@ const char *visock_fb_name(unsigned int reason)
 	return "unknown";
 }
 
+static const char * const visock_dgram_path_names[__VISOCK_DGRAM_PATH_MAX] = {
+	[VISOCK_DGRAM_RDMA]		= "rdma",
+	[VISOCK_DGRAM_UDP_DISABLED]	= "udp_disabled",
+	[VISOCK_DGRAM_UDP_MULTICAST]	= "udp_multicast",
+	[VISOCK_DGRAM_UDP_BROADCAST]	= "udp_broadcast",
+	[VISOCK_DGRAM_UDP_NO_TRANSPORT]	= "udp_no_transport",
+};
+
+/**
+ * visock_dgram_path_name() - short stable name of a datagram's path
+ * @path: enum visock_dgram_path
+ *
+ * Context: any.
+ * Return: the name, or "unknown".
+ */
+const char *visock_dgram_path_name(unsigned int path)
+{
+	if (path < __VISOCK_DGRAM_PATH_MAX && visock_dgram_path_names[path])
+		return visock_dgram_path_names[path];
+	return "unknown";
+}
+
 /*
  * Sum of the raw counters, since the namespace was created.  Under
  * vn->base_lock, which makes the sum and the use of it one step.
@@ -76,6 +98,12 @@ static void visock_stats_raw(const struct visock_net *vn,
 		sum->failovers += READ_ONCE(s->failovers);
 		sum->tcp_bytes_sent += READ_ONCE(s->tcp_bytes_sent);
 		sum->tcp_bytes_rcvd += READ_ONCE(s->tcp_bytes_rcvd);
+		sum->dgram_sent += READ_ONCE(s->dgram_sent);
+		sum->dgram_bytes_sent += READ_ONCE(s->dgram_bytes_sent);
+		sum->dgram_rcvd += READ_ONCE(s->dgram_rcvd);
+		sum->dgram_bytes_rcvd += READ_ONCE(s->dgram_bytes_rcvd);
+		for (i = 0; i < __VISOCK_DGRAM_PATH_MAX; i++)
+			sum->dgram_path[i] += READ_ONCE(s->dgram_path[i]);
 	}
 	t->conns_rdma = atomic64_read(&vn->conns_rdma);
 	t->hs_started = atomic64_read(&vn->hs_started);

@@ -30,6 +30,12 @@ struct net;
  * @tcp_bytes_sent: payload bytes sent by connections in TCP mode
  * @tcp_bytes_rcvd: payload bytes received by connections in TCP mode
  * @failovers: RDMA connections that moved to their TCP socket (failover)
+ * @dgram_sent: datagrams visock datagram sockets sent
+ * @dgram_bytes_sent: their payload bytes
+ * @dgram_rcvd: datagrams visock datagram sockets received (read, not
+ *	peeked)
+ * @dgram_bytes_rcvd: their payload bytes
+ * @dgram_path: datagrams sent, by enum visock_dgram_path
  *
  * Updated with this_cpu_add() from any context; summed when read.
  */
@@ -44,6 +50,11 @@ struct visock_stats {
 	u64 tcp_bytes_sent;
 	u64 tcp_bytes_rcvd;
 	u64 failovers;
+	u64 dgram_sent;
+	u64 dgram_bytes_sent;
+	u64 dgram_rcvd;
+	u64 dgram_bytes_rcvd;
+	u64 dgram_path[__VISOCK_DGRAM_PATH_MAX];
 };
 
 /**
@@ -110,6 +121,7 @@ struct visock_gauges {
 int visock_stats_net_init(struct net *net);
 void visock_stats_net_exit(struct net *net);
 const char *visock_fb_name(unsigned int reason);
+const char *visock_dgram_path_name(unsigned int path);
 void visock_stats_read(struct net *net, struct visock_totals *t);
 void visock_stats_reset(struct net *net);
 

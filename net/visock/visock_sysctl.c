@@ -154,6 +154,16 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= (void *)&visock_lgr_qps_max,
 	},
+	{
+		/* 0: no visock datagram sockets; 1: allowed */
+		.procname	= "dgram_enable",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -183,6 +193,7 @@ int visock_sysctl_net_init(struct net *net)
 	vn->lazy_bytes = 0;
 	vn->lgr_peer_qps_max = 0;
 	vn->lgr_qps_max = 0;
+	vn->dgram_enable = 0;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -200,6 +211,7 @@ int visock_sysctl_net_init(struct net *net)
 	table[9].data = &vn->lazy_bytes;
 	table[10].data = &vn->lgr_peer_qps_max;
 	table[11].data = &vn->lgr_qps_max;
+	table[12].data = &vn->dgram_enable;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);

@@ -39,6 +39,18 @@
 #define VISOCKPROTO_MAX		2
 
 /*
+ * Protocol argument of socket(AF_VISOCK, SOCK_DGRAM, protocol): a
+ * datagram socket with the semantics of UDP over IPv4 (struct
+ * sockaddr_in) or IPv6 (struct sockaddr_in6).  The same socket exists as
+ * socket(AF_INET or AF_INET6, SOCK_DGRAM, IPPROTO_VISOCK).  Only while
+ * the namespace's sysctl net.visock.dgram_enable is 1: otherwise
+ * socket() fails as on a kernel without visock datagrams (ESOCKTNOSUPPORT
+ * for AF_VISOCK, EPROTONOSUPPORT for AF_INET/AF_INET6).
+ */
+#define VISOCKPROTO_UDP4	2	/* IPv4, struct sockaddr_in */
+#define VISOCKPROTO_UDP6	3	/* IPv6, struct sockaddr_in6 */
+
+/*
  * Protocol argument of socket(AF_INET or AF_INET6, SOCK_STREAM, protocol)
  * that creates a visock socket in the inet family itself: the same socket
  * as AF_VISOCK with VISOCKPROTO_TCP4/6, but getsockopt(SO_DOMAIN) reports
@@ -264,5 +276,27 @@ enum visock_xform {
 };
 
 #define VISOCK_XFORM_MAX	(__VISOCK_XFORM_MAX - 1)
+
+/**
+ * enum visock_dgram_path - which way a visock datagram went, and why
+ * @VISOCK_DGRAM_RDMA: over RDMA
+ * @VISOCK_DGRAM_UDP_DISABLED: as UDP: net.visock.enable is 0
+ * @VISOCK_DGRAM_UDP_MULTICAST: as UDP: multicast destination
+ * @VISOCK_DGRAM_UDP_BROADCAST: as UDP: limited broadcast destination
+ *	(255.255.255.255)
+ * @VISOCK_DGRAM_UDP_NO_TRANSPORT: as UDP: no RDMA datagram transport
+ *	for the destination
+ * @__VISOCK_DGRAM_PATH_MAX: one above the highest value
+ *
+ * Values are stable ABI (statistics); new ones are only ever appended.
+ */
+enum visock_dgram_path {
+	VISOCK_DGRAM_RDMA = 0,
+	VISOCK_DGRAM_UDP_DISABLED = 1,
+	VISOCK_DGRAM_UDP_MULTICAST = 2,
+	VISOCK_DGRAM_UDP_BROADCAST = 3,
+	VISOCK_DGRAM_UDP_NO_TRANSPORT = 4,
+	__VISOCK_DGRAM_PATH_MAX,
+};
 
 #endif /* _UAPI_LINUX_VISOCK_H */
