@@ -153,7 +153,7 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
 	visock_lgr visock_stress visock_fault visock_preload_test visock_ctl \
-	visock_redirect_test visock_security; do
+	visock_redirect_test visock_security visock_dgram; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -198,6 +198,8 @@ list_prog basic visock_basic
 list_prog xhost visock_test
 list_prog stream_xh visock_stream
 list_prog stream_lo visock_stream
+list_prog dgram visock_dgram
+list_prog dgram_udp visock_dgram
 list_prog preload visock_preload_test '*' 'xhost_*'
 list_prog redirect visock_redirect_test '*' 'xhost_*'
 add_test redirect.load
@@ -339,7 +341,7 @@ NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
 	module.*|basic.*|xhost.srcversion|hs.*|dp.*|lgr.*|stress.*|fault.*|ctl.*|\
-	redirect.*|apps.*|\
+	redirect.*|apps.*|dgram.*|dgram_udp.*|\
 	preload.*|preload_hs.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
 	esac
@@ -615,6 +617,33 @@ single)
 esac
 
 run_prog stream_lo visock_stream --role single --family "$FAMILY"
+
+# Datagram sockets (visock_dgram turns net.visock.dgram_enable on for
+# its tests), then the same checks on plain UDP sockets (dgram_udp) as
+# the reference: between the hosts when there are two, else loopback.
+dgram_groups() {
+	local g fam
+
+	for g in dgram dgram_udp; do
+		fam=visock
+		[ $g = dgram_udp ] && fam=inet
+		case "$ROLE" in
+		client)
+			run_prog $g visock_dgram --role client --peer "$PEER" \
+				${PEER6:+--peer6 "$PEER6"} \
+				--ctl-port "$CTL_PORT" --family $fam
+			;;
+		server)
+			run_prog $g visock_dgram --role server \
+				--ctl-port "$CTL_PORT" --wait 120 --family $fam
+			;;
+		*)
+			run_prog $g visock_dgram --role single --family $fam
+			;;
+		esac
+	done
+}
+dgram_groups
 
 # The LD_PRELOAD wrapper of visock_run(8), from the source tree (built
 # here when missing) or $VISOCK_PRELOAD_SO.
