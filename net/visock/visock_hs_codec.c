@@ -23,7 +23,7 @@
 
 #define VISOCK_TLV_HDR_LEN	4
 /* Highest TLV type this implementation understands. */
-#define VISOCK_TLV_LAST		VISOCK_TLV_REASON
+#define VISOCK_TLV_LAST		VISOCK_TLV_AUTH
 /* VISOCK_HSF() bits of every TLV type we know. */
 #define VISOCK_HSF_KNOWN	(((1U << (VISOCK_TLV_LAST + 1)) - 1) & ~1U)
 
@@ -53,6 +53,7 @@ static const u8 visock_tlv_size[VISOCK_TLV_LAST + 1] = {
 	[VISOCK_TLV_TOKEN]	= 4,
 	[VISOCK_TLV_LINK]	= 8,
 	[VISOCK_TLV_REASON]	= 4,
+	[VISOCK_TLV_AUTH]	= VISOCK_AUTH_TLV_LEN,
 };
 
 /* TLVs every message of a given type must carry, indexed by type. */
@@ -136,6 +137,9 @@ static bool visock_hs_values_valid(const struct visock_hs_msg *m,
 	if ((present & VISOCK_HSF(VISOCK_TLV_REASON)) &&
 	    m->reason > VISOCK_FB_MAX)
 		return false;
+	if ((present & VISOCK_HSF(VISOCK_TLV_AUTH)) &&
+	    (!m->auth_version || !m->auth_key_id))
+		return false;
 	/*
 	 * A SWITCH joins a queue pair that exists: it names both ends, and
 	 * its token has an index the data path can put in immediate data.
@@ -183,6 +187,13 @@ static void visock_hs_get_tlv(struct visock_hs_msg *m, unsigned int type,
 	case VISOCK_TLV_REASON:
 		m->reason = vs_get32(v);
 		break;
+	case VISOCK_TLV_AUTH:
+		/* v[1..3]: flags and reserved, none defined */
+		m->auth_version = v[0];
+		m->auth_key_id = vs_get32(v + 4);
+		memcpy(m->auth_nonce, v + 8, VISOCK_AUTH_NONCE_LEN);
+		memcpy(m->auth_mac, v + VISOCK_AUTH_MAC_OFF, VISOCK_AUTH_MAC_LEN);
+		break;
 	}
 }
 
@@ -221,6 +232,14 @@ static void visock_hs_put_tlv(const struct visock_hs_msg *m,
 	case VISOCK_TLV_REASON:
 		vs_put32(v, m->reason);
 		break;
+	case VISOCK_TLV_AUTH:
+		v[0] = m->auth_version;
+		v[1] = 0;
+		vs_put16(v + 2, 0);
+		vs_put32(v + 4, m->auth_key_id);
+		memcpy(v + 8, m->auth_nonce, VISOCK_AUTH_NONCE_LEN);
+		memcpy(v + VISOCK_AUTH_MAC_OFF, m->auth_mac, VISOCK_AUTH_MAC_LEN);
+		break;
 	}
 }
 
@@ -233,7 +252,8 @@ static void visock_hs_put_tlv(const struct visock_hs_msg *m,
  *
  * Writes the 8-byte header (with @m->version as header version) followed by
  * one TLV for every VISOCK_HSF() bit set in @m->present, in ascending TLV
- * type order.  No TLV is marked VISOCK_TLV_CRITICAL: every TLV of
+ * type order (so TLV AUTH, if present, comes last and its MAC ends the
+ * message).  No TLV is marked VISOCK_TLV_CRITICAL: every TLV of
  * version 1 is either known to all version 1 receivers or optional.
  *
  * The message is checked with the same rules as visock_hs_decode() applies
@@ -266,7 +286,7 @@ int visock_hs_encode(const struct visock_hs_msg *m, u8 *buf,
 	for (type = 1; type <= VISOCK_TLV_LAST; type++)
 		if (m->present & VISOCK_HSF(type))
 			total += VISOCK_TLV_HDR_LEN + visock_tlv_size[type];
-	/* Cannot happen with the TLVs of version 1, but keep the promise. */
+	/* Cannot happen with the TLVs we know, but keep the promise. */
 	if (total > VISOCK_HS_MAX_LEN)
 		return -EINVAL;
 	if (total > buflen)
@@ -362,10 +382,16 @@ static int __visock_hs_decode(const u8 *buf, unsigned int len,
 		if (visock_hs_seen(buf, off, base))
 			return -EBADMSG;
 		if (base >= 1 && base <= VISOCK_TLV_LAST) {
-			if (vlen != visock_tlv_size[base])
+			/* Later versions of AUTH may append fields. */
+			if (base == VISOCK_TLV_AUTH ?
+			    vlen < VISOCK_AUTH_TLV_LEN :
+			    vlen != visock_tlv_size[base])
 				return -EBADMSG;
 			visock_hs_get_tlv(m, base,
 					  buf + off + VISOCK_TLV_HDR_LEN);
+			if (base == VISOCK_TLV_AUTH)
+				m->auth_mac_off = off + VISOCK_TLV_HDR_LEN +
+						  VISOCK_AUTH_MAC_OFF;
 			m->present |= VISOCK_HSF(base);
 		} else if (type & VISOCK_TLV_CRITICAL) {
 			return -EOPNOTSUPP;
@@ -402,7 +428,9 @@ static int __visock_hs_decode(const u8 *buf, unsigned int len,
  * required by the message type must all be present and the values must be
  * in range: QPN non-zero and below 2^24, PSN below 2^24, MTU 1..5, ring
  * size a power of two within VISOCK_RBUF_MIN..VISOCK_RBUF_MAX, token
- * non-zero, reason at most VISOCK_FB_MAX; a SWITCH must name both QPs
+ * non-zero, reason at most VISOCK_FB_MAX, AUTH with a version and a key id
+ * (and at least VISOCK_AUTH_TLV_LEN value bytes; later bytes are
+ * skipped, @m->auth_mac_off says where its MAC is); a SWITCH must name both QPs
  * (LINK: non-zero, below 2^24) and have a token with a non-zero index
  * (VISOCK_TOKEN_IDX_MASK bits).  Known TLVs that the message type
  * does not require are accepted and decoded.  The first failing check

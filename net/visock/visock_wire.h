@@ -120,7 +120,32 @@ enum visock_tlv_type {
 	VISOCK_TLV_TOKEN = 7,		/* __be32, != 0 */
 	VISOCK_TLV_LINK = 8,		/* __be32 link group id, __be32 link id */
 	VISOCK_TLV_REASON = 9,		/* __be32 enum visock_fallback_reason */
+	VISOCK_TLV_AUTH = 10,		/* authentication, layout below */
 };
+
+/*
+ * TLV AUTH (visock/security.rst, "Authenticated handshake"): the sender
+ * proves it holds the fleet key named by key id.  Not critical, so a
+ * receiver without it skips it and answers without one.  Value:
+ *
+ *    0  u8     version    highest authentication version the sender
+ *                         speaks (>= 1); a reply is written in the
+ *                         lower of both
+ *    1  u8     flags      0 (reserved)
+ *    2  __be16 reserved   0
+ *    4  __be32 key id     the pre-shared key the MAC is made with, != 0
+ *    8  16 bytes nonce    the sender's random nonce of this handshake
+ *   24  32 bytes MAC      HMAC-SHA-256, visock_auth.c
+ *
+ * Later versions may append fields: a receiver reads the first
+ * VISOCK_AUTH_TLV_LEN bytes and ignores the rest.  The encoder writes
+ * AUTH last, so its MAC ends the message.
+ */
+#define VISOCK_AUTH_VERSION	1
+#define VISOCK_AUTH_NONCE_LEN	16
+#define VISOCK_AUTH_MAC_LEN	32
+#define VISOCK_AUTH_TLV_LEN	56
+#define VISOCK_AUTH_MAC_OFF	24	/* of the MAC, in the value */
 
 /* Bits of struct visock_hs_msg.present, one per TLV type. */
 #define VISOCK_HSF(t)		(1U << (t))
@@ -149,6 +174,11 @@ enum visock_tlv_type {
  * @lgr_id: link group identity
  * @link_id: link identity inside the link group
  * @reason: enum visock_fallback_reason (DECLINE only)
+ * @auth_version: TLV AUTH: the sender's authentication version
+ * @auth_key_id: TLV AUTH: the key id
+ * @auth_nonce: TLV AUTH: the sender's nonce
+ * @auth_mac: TLV AUTH: the MAC
+ * @auth_mac_off: decoder only: offset of the MAC in the message
  */
 struct visock_hs_msg {
 	u8 type;
@@ -166,6 +196,11 @@ struct visock_hs_msg {
 	u32 lgr_id;
 	u32 link_id;
 	u32 reason;
+	u8 auth_version;
+	u32 auth_key_id;
+	u8 auth_nonce[VISOCK_AUTH_NONCE_LEN];
+	u8 auth_mac[VISOCK_AUTH_MAC_LEN];
+	u16 auth_mac_off;
 };
 
 int visock_hs_encode(const struct visock_hs_msg *m, u8 *buf,

@@ -538,7 +538,7 @@ static void fz_tcpopt_one(struct fuzz *f)
 /* Handshake messages                                                    */
 /* ------------------------------------------------------------------ */
 
-#define HS_TLV_LAST	VISOCK_TLV_REASON
+#define HS_TLV_LAST	VISOCK_TLV_AUTH
 #define HS_CRIT		VISOCK_TLV_CRITICAL
 #define HS_MAX_TLVS	32
 
@@ -546,7 +546,7 @@ static const u8 hs_size[HS_TLV_LAST + 1] = {
 	[VISOCK_TLV_FEATURES] = 8, [VISOCK_TLV_GID] = 16,
 	[VISOCK_TLV_QPN] = 4, [VISOCK_TLV_PSN] = 4, [VISOCK_TLV_MTU] = 1,
 	[VISOCK_TLV_RBUF] = 16, [VISOCK_TLV_TOKEN] = 4, [VISOCK_TLV_LINK] = 8,
-	[VISOCK_TLV_REASON] = 4,
+	[VISOCK_TLV_REASON] = 4, [VISOCK_TLV_AUTH] = VISOCK_AUTH_TLV_LEN,
 };
 
 #define HS_SETUP	(VISOCK_HSF(VISOCK_TLV_FEATURES) |		\
@@ -558,6 +558,11 @@ static const u8 hs_size[HS_TLV_LAST + 1] = {
 			 VISOCK_HSF(VISOCK_TLV_TOKEN) |			\
 			 VISOCK_HSF(VISOCK_TLV_LINK))
 #define HS_KNOWN	(((1U << (HS_TLV_LAST + 1)) - 1) & ~1U)
+/*
+ * TLVs the generator puts in valid messages: not AUTH, whose value is
+ * longer than a struct hs_tlv holds; random bytes still reach it.
+ */
+#define HS_GEN		(HS_KNOWN & ~VISOCK_HSF(VISOCK_TLV_AUTH))
 
 /* TLVs each message type must carry (visock_wire.h). */
 static const u32 hs_required[] = {
@@ -627,6 +632,9 @@ static bool ref_hs_values(const struct visock_hs_msg *m)
 		return false;
 	if ((p & VISOCK_HSF(VISOCK_TLV_REASON)) && m->reason > VISOCK_FB_MAX)
 		return false;
+	if ((p & VISOCK_HSF(VISOCK_TLV_AUTH)) &&
+	    (!m->auth_version || !m->auth_key_id))
+		return false;
 	if (m->type == VISOCK_HS_SWITCH &&
 	    (!m->lgr_id || m->lgr_id >= BIT(24) || !m->link_id ||
 	     m->link_id >= BIT(24) || !(m->token & VISOCK_TOKEN_IDX_MASK)))
@@ -667,6 +675,12 @@ static void ref_hs_field(struct visock_hs_msg *m, unsigned int t, const u8 *v)
 	case VISOCK_TLV_REASON:
 		m->reason = fz_get(v, 4);
 		break;
+	case VISOCK_TLV_AUTH:
+		m->auth_version = v[0];
+		m->auth_key_id = fz_get(v + 4, 4);
+		memcpy(m->auth_nonce, v + 8, 16);
+		memcpy(m->auth_mac, v + 24, 32);
+		break;
 	}
 }
 
@@ -702,8 +716,11 @@ static int ref_hs_decode(const u8 *b, unsigned int len,
 				return -EBADMSG;
 		seen[nseen++] = base;
 		if (base >= 1 && base <= HS_TLV_LAST) {
-			if (vlen != hs_size[base])
+			if (base == VISOCK_TLV_AUTH ? vlen < hs_size[base] :
+			    vlen != hs_size[base])
 				return -EBADMSG;
+			if (base == VISOCK_TLV_AUTH)
+				m->auth_mac_off = off + 4 + 24;
 			ref_hs_field(m, base, b + off + 4);
 			m->present |= VISOCK_HSF(base);
 		} else if (type & HS_CRIT) {
@@ -746,6 +763,13 @@ static void hs_clear_absent(struct visock_hs_msg *m)
 	}
 	if (!(p & VISOCK_HSF(VISOCK_TLV_REASON)))
 		m->reason = 0;
+	if (!(p & VISOCK_HSF(VISOCK_TLV_AUTH))) {
+		m->auth_version = 0;
+		m->auth_key_id = 0;
+		memset(m->auth_nonce, 0, sizeof(m->auth_nonce));
+		memset(m->auth_mac, 0, sizeof(m->auth_mac));
+		m->auth_mac_off = 0;
+	}
 }
 
 /* A random valid message: required TLVs, some optional ones, in range. */
@@ -757,7 +781,7 @@ static void fz_hs_msg(struct fuzz *f, struct visock_hs_msg *m)
 	memset(m, 0, sizeof(*m));
 	m->type = VISOCK_HS_REQ + r % 5;
 	m->version = (r >> 3) & 3 ? VISOCK_HS_VERSION : 1 + fz_below(f, 255);
-	m->present = hs_required[m->type] | (fz_u32(f) & HS_KNOWN);
+	m->present = hs_required[m->type] | (fz_u32(f) & HS_GEN);
 	m->features = (r >> 5) & 1 ? VISOCK_FEAT_WRITE_IMM : fz_u64(f);
 	for (i = 0; i < sizeof(m->gid); i++)
 		m->gid[i] = fz_u32(f);

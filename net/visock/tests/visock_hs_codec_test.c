@@ -16,13 +16,17 @@
 #include "../visock_wire.h"
 
 #define BUF_SIZE	1024
-#define TLV_LAST	VISOCK_TLV_REASON
-#define HSF_ALL		(((1U << (TLV_LAST + 1)) - 1) & ~1U)
+#define TLV_LAST	VISOCK_TLV_AUTH
+/* TLVs of a fixed size: AUTH may grow in later versions. */
+#define TLV_FIXED_LAST	VISOCK_TLV_REASON
+/* Every TLV but AUTH, whose MAC visock_auth_test.c covers. */
+#define HSF_ALL		(((1U << (TLV_LAST + 1)) - 1) & ~1U & \
+			 ~VISOCK_HSF(VISOCK_TLV_AUTH))
 #define HSF_SETUP	(HSF_ALL & ~VISOCK_HSF(VISOCK_TLV_REASON))
 
 /* Value size of the known TLV types, written down independently here. */
 static const unsigned int tlv_size[TLV_LAST + 1] = {
-	0, 8, 16, 4, 4, 1, 16, 4, 8, 4
+	0, 8, 16, 4, 4, 1, 16, 4, 8, 4, 56
 };
 
 static const u32 required[] = {
@@ -856,10 +860,10 @@ static const struct tlv_case tlv_cases[] = {
 	  { TOK(1), { 0x7fff, 0, 0 } }, 0, 0, P(TOKEN) },
 	{ "unknown_type_0", VISOCK_HS_CONFIRM,
 	  { { 0, 4, 0 }, TOK(1) }, 0, 0, P(TOKEN) },
-	{ "unknown_type_10", VISOCK_HS_DECLINE,
+	{ "unknown_type_11", VISOCK_HS_DECLINE,
 	  { { TLV_LAST + 1, 1, 0 }, REASON(1) }, 0, 0, P(REASON) },
 	{ "several_unknown_noncrit", VISOCK_HS_CONFIRM,
-	  { { 10, 8, 1 }, { 11, 0, 0 }, TOK(5), { 0x4000, 40, 1 },
+	  { { 13, 8, 1 }, { 11, 0, 0 }, TOK(5), { 0x4000, 40, 1 },
 	    { 12, 1, 1 } }, 0, 0, P(TOKEN) },
 	{ "unknown_critical", VISOCK_HS_CONFIRM,
 	  { TOK(1), { CRIT | 100, 3, 7 } }, 0, -EOPNOTSUPP },
@@ -961,14 +965,14 @@ static void visock_hs_tlv_size_test(struct kunit *test)
 	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, h);
 
-	for (t = 1; t <= TLV_LAST; t++) {
+	for (t = 1; t <= TLV_FIXED_LAST; t++) {
 		for (d = 0; d < ARRAY_SIZE(delta); d++) {
 			int vlen = max((int)tlv_size[t] + delta[d], 0);
 
 			hs_valid(&m, VISOCK_HS_REQ);
 			m.present = HSF_ALL;
 			hsb_start(h, VISOCK_HS_REQ, 1);
-			for (i = 1; i <= TLV_LAST; i++) {
+			for (i = 1; i <= TLV_FIXED_LAST; i++) {
 				if (i == t)
 					hsb_tlv(h, i, vlen, 0x0001);
 				else
@@ -984,7 +988,7 @@ static void visock_hs_tlv_size_test(struct kunit *test)
 		hs_valid(&m, VISOCK_HS_REQ);
 		m.present = HSF_ALL;
 		hsb_start(h, VISOCK_HS_REQ, 1);
-		for (i = 1; i <= TLV_LAST; i++)
+		for (i = 1; i <= TLV_FIXED_LAST; i++)
 			if (i != t)
 				hsb_field(h, &m, i, i);
 		hsb_field(h, &m, t, t);

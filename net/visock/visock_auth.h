@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * visock: MACs of the authenticated handshake and the connection keys
+ * derived with it (visock_auth.c).
+ */
+#ifndef _NET_VISOCK_AUTH_H
+#define _NET_VISOCK_AUTH_H
+
+#include <linux/types.h>
+
+#include "visock_kdf.h"
+#include "visock_wire.h"
+#include "visock_xform.h"
+
+/**
+ * struct visock_auth_ctx - what a handshake MAC binds beside the message
+ * @client_nonce: the client's nonce (TLV AUTH of REQ or SWITCH)
+ * @server_nonce: the server's nonce (TLV AUTH of REP); zero in REQ
+ * @client_token: the client's token; its REQ carries it
+ * @server_token: the server's token; zero in REQ
+ */
+struct visock_auth_ctx {
+	u8 client_nonce[VISOCK_AUTH_NONCE_LEN];
+	u8 server_nonce[VISOCK_AUTH_NONCE_LEN];
+	u32 client_token;
+	u32 server_token;
+};
+
+/*
+ * The transform the connection keys are derived for: until records are
+ * on the data path and a transform is negotiated, the strongest AEAD.
+ */
+#define VISOCK_AUTH_CONN_XFORM	VISOCK_XFORM_AES256_GCM
+#define VISOCK_AUTH_CONN_KEYLEN	32
+
+/**
+ * struct visock_auth_conn - an authenticated connection's key material
+ * @key_id: the pre-shared key the handshake is authenticated with
+ * @mac_key: the handshake MAC key of that key (visock_auth_mac_key())
+ * @ctx: nonces and tokens of the handshake
+ * @key: one key per enum visock_kdf_dir, for VISOCK_AUTH_CONN_XFORM
+ * @iv_salt: the IV salt of each direction
+ *
+ * Kept for the record layer; nothing on the data path uses it yet.
+ */
+struct visock_auth_conn {
+	u32 key_id;
+	u8 mac_key[VISOCK_KDF_HASH_LEN];
+	struct visock_auth_ctx ctx;
+	u8 key[2][VISOCK_AUTH_CONN_KEYLEN];
+	u8 iv_salt[2][VISOCK_XFORM_IV_LEN];
+};
+
+int visock_auth_mac_key(const u8 *psk, unsigned int psk_len, u32 key_id,
+			u8 key[VISOCK_KDF_HASH_LEN]);
+int visock_auth_mac(const u8 key[VISOCK_KDF_HASH_LEN],
+		    const struct visock_auth_ctx *ctx, const u8 *msg,
+		    unsigned int len, unsigned int mac_off,
+		    u8 mac[VISOCK_AUTH_MAC_LEN]);
+int visock_auth_verify(const u8 key[VISOCK_KDF_HASH_LEN],
+		       const struct visock_auth_ctx *ctx, const u8 *msg,
+		       unsigned int len, unsigned int mac_off);
+int visock_auth_conn_derive(const u8 *psk, unsigned int psk_len,
+			    struct visock_auth_conn *c);
+
+#endif /* _NET_VISOCK_AUTH_H */
