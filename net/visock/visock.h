@@ -74,6 +74,13 @@
  * @sk_lock: protects @sk_list (visock_diag.c); BH-safe, innermost
  * @sk_list: visock sockets of this namespace, in the order of their
  *	numbers (struct visock_sock.diag_node)
+ * @psk: the pre-shared keys of the namespace (visock_psk.c)
+ * @auth: net.visock.auth, enum visock_auth_policy
+ * @auth_ok: handshakes authenticated with a pre-shared key
+ * @auth_failed: handshake messages whose MAC did not verify or that
+ *	named a key this side does not hold
+ * @auth_missing: handshakes not authenticated where net.visock.auth
+ *	required it (no key here, none offered by the peer, a lazy switch)
  * @pol_lock: serialises changes of @policy (visock_policy.c)
  * @policy: destination policy rules; read under RCU, replaced under
  *	@pol_lock
@@ -144,6 +151,12 @@ struct visock_net {
 	/* Protects sk_list; any context (BH-safe), innermost */
 	spinlock_t sk_lock;
 	struct list_head sk_list;
+	/* Pre-shared keys (visock_psk.c), under their own mutex */
+	struct visock_psk_store *psk;
+	int auth;
+	atomic64_t auth_ok;
+	atomic64_t auth_failed;
+	atomic64_t auth_missing;
 	/* Serialises changes of policy; process context (netlink) only */
 	struct mutex pol_lock;
 	struct visock_policy_table __rcu *policy;
@@ -321,6 +334,9 @@ struct visock_mode_ops {
  * @peer_token: token the peer chose
  * @peer_qpn: the peer's QP number
  * @peer_rbuf_size: the peer's receive ring size
+ * @auth: nonces, tokens and derived keys of a handshake that carries
+ *	TLV AUTH (visock_handshake.c), or NULL; under lock_sock(@sk) until
+ *	the connection settled, then constant; freed with the socket
  * @saved_data_ready: @tcp's callbacks before visock took them over,
  *	restored before @tcp is released (under @tcp's sk_callback_lock)
  * @saved_write_space: see @saved_data_ready
@@ -386,6 +402,7 @@ struct visock_sock {
 	u32 peer_token;
 	u32 peer_qpn;
 	u32 peer_rbuf_size;
+	struct visock_auth_conn *auth;
 
 	void (*saved_data_ready)(struct sock *sk);
 	void (*saved_write_space)(struct sock *sk);
@@ -423,6 +440,8 @@ enum {
 	 * without the handshake and may switch to RDMA
 	 */
 	VISOCK_F_LAZY,
+	/* The handshake was authenticated with a pre-shared key */
+	VISOCK_F_AUTH,
 };
 
 /* Switch of a lazy connection (visock_lazy.c) */
@@ -446,6 +465,25 @@ enum visock_hs_state {
 struct visock_vc;
 struct visock_dp;
 struct visock_policy_table;
+struct visock_psk_store;
+struct visock_auth_conn;
+
+/**
+ * enum visock_auth_policy - net.visock.auth of a namespace
+ * @VISOCK_AUTH_OFF: no TLV AUTH is sent, a peer's is ignored
+ * @VISOCK_AUTH_PREFER: authenticate when both hosts hold a key; a peer
+ *	that offers no authentication still gets RDMA
+ * @VISOCK_AUTH_REQUIRE: a handshake that is not authenticated falls back
+ *	to TCP (AUTH_MISSING); lazy connections do not switch
+ * @VISOCK_AUTH_REFUSE: as @VISOCK_AUTH_REQUIRE, but such a connection is
+ *	reset instead of falling back
+ */
+enum visock_auth_policy {
+	VISOCK_AUTH_OFF = 0,
+	VISOCK_AUTH_PREFER = 1,
+	VISOCK_AUTH_REQUIRE = 2,
+	VISOCK_AUTH_REFUSE = 3,
+};
 struct ib_device;
 
 /*

@@ -37,6 +37,7 @@
 #include "visock_ib.h"
 #include "visock_vc.h"
 #include "visock_policy.h"
+#include "visock_psk.h"
 #include "visock_stats.h"
 
 /* Upper bound of GID table entries looked at per port. */
@@ -65,6 +66,7 @@ static const struct nla_policy visock_genl_policy[VISOCK_A_MAX + 1] = {
 	[VISOCK_A_ENABLE]	= NLA_POLICY_MAX(NLA_U8, 1),
 	[VISOCK_A_POLICY_DEFAULT] = NLA_POLICY_MAX(NLA_U8, VISOCK_POLICY_DENY),
 	[VISOCK_A_RULE]		= NLA_POLICY_NESTED(visock_rule_nl_policy),
+	[VISOCK_A_KEY]		= NLA_POLICY_NESTED(visock_key_nl_policy),
 };
 
 static int visock_put_u64(struct sk_buff *skb, int type, u64 val, int pad)
@@ -668,6 +670,26 @@ static const struct genl_small_ops visock_genl_ops[] = {
 	{
 		.cmd	= VISOCK_CMD_POLICY_FLUSH,
 		.doit	= visock_policy_nl_flush,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= VISOCK_CMD_KEY_ADD,
+		.doit	= visock_psk_nl_add,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= VISOCK_CMD_KEY_DEL,
+		.doit	= visock_psk_nl_del,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= VISOCK_CMD_KEY_GET,
+		.dumpit	= visock_psk_nl_dump,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= VISOCK_CMD_KEY_USE,
+		.doit	= visock_psk_nl_use,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 };

@@ -26,6 +26,7 @@
 #include "visock_lgr.h"
 #include "visock_nf.h"
 #include "visock_policy.h"
+#include "visock_psk.h"
 #include "visock_stats.h"
 #include "visock_sysctl.h"
 
@@ -56,8 +57,13 @@ static int __net_init visock_net_init(struct net *net)
 	err = visock_policy_net_init(net);
 	if (err)
 		goto err_nf;
+	err = visock_psk_net_init(net);
+	if (err)
+		goto err_policy;
 	return 0;
 
+err_policy:
+	visock_policy_net_exit(net);
 err_nf:
 	visock_nf_net_exit(net);
 err_proc:
@@ -74,6 +80,7 @@ static void __net_exit visock_net_exit(struct net *net)
 {
 	/* No visock socket is left: the QPs still there are idle. */
 	visock_lgr_net_exit(net);
+	visock_psk_net_exit(net);
 	visock_policy_net_exit(net);
 	visock_nf_net_exit(net);
 	visock_proc_net_exit(net);
