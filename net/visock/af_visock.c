@@ -165,6 +165,7 @@ static void visock_sk_destruct(struct sock *sk)
 	WARN_ON_ONCE(vsk->listener);
 	WARN_ON_ONCE(!list_empty(&vsk->accept_q));
 	visock_diag_destruct(vsk);
+	kfree_sensitive(vsk->auth);
 	if (vsk->family_destruct)
 		vsk->family_destruct(sk);
 }

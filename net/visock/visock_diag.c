@@ -252,6 +252,8 @@ void visock_diag_info(struct visock_sock *vsk, struct visock_info *info)
 		info->vi_flags |= VISOCK_INFO_F_PEER_OPT;
 	if (test_bit(VISOCK_F_LINK_UP, &vsk->flags))
 		info->vi_flags |= VISOCK_INFO_F_LINK_UP;
+	if (test_bit(VISOCK_F_AUTH, &vsk->flags))
+		info->vi_flags |= VISOCK_INFO_F_AUTH;
 	visock_dp_query(vsk, info, NULL);
 }
 

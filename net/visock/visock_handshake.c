@@ -21,6 +21,12 @@
  * waits for them (on visock_net.lgr_wq, without holding a worker) up to
  * half the handshake timeout before it declines.
  *
+ * With net.visock.auth on and a pre-shared key in the namespace, REQ,
+ * REP and CONFIRM carry TLV AUTH: a nonce and a MAC made with the key
+ * (visock_auth.c, visock/security.rst).  Each side checks the peer's MAC
+ * before it acts on the message; a server checks the REQ before it
+ * creates anything for it.
+ *
  * Either side may answer with DECLINE (and a reason) instead; both then
  * keep using TCP.  Each side knows exactly how many messages it will
  * receive, so after any complete message the stream is in sync and a
@@ -63,6 +69,8 @@
 #include "visock_event.h"
 #include "visock_debugfs.h"
 #include "visock_nf.h"
+#include "visock_auth.h"
+#include "visock_psk.h"
 
 /**
  * visock_hs_ring_size() - size of the receive ring of a new connection
@@ -117,6 +125,7 @@ void visock_hs_init(struct visock_sock *vsk)
 	vsk->peer_token = 0;
 	vsk->peer_qpn = 0;
 	vsk->peer_rbuf_size = 0;
+	vsk->auth = NULL;
 	INIT_DELAYED_WORK(&vsk->hs_work, visock_hs_work);
 }
 
@@ -298,6 +307,17 @@ int visock_hs_send(struct visock_sock *vsk, struct visock_hs_msg *m)
 	len = visock_hs_encode(m, buf, sizeof(buf));
 	if (WARN_ON_ONCE(len < 0))
 		return len;
+	if (m->present & VISOCK_HSF(VISOCK_TLV_AUTH)) {
+		/* TLV AUTH comes last: its MAC ends the message. */
+		ret = -EINVAL;
+		if (!WARN_ON_ONCE(!vsk->auth))
+			ret = visock_auth_mac(vsk->auth->mac_key,
+					      &vsk->auth->ctx, buf, len,
+					      len - VISOCK_AUTH_MAC_LEN,
+					      buf + len - VISOCK_AUTH_MAC_LEN);
+		if (ret)
+			return ret;
+	}
 	iov.iov_base = buf;
 	iov.iov_len = len;
 	/* A fresh connection's send buffer always has room for this. */
@@ -337,8 +357,10 @@ static void visock_hs_decline_fallback(struct visock_sock *vsk, u8 reason)
 }
 
 /*
- * Read one handshake message without blocking.
- * Return: 1 and @m filled: a whole message was consumed and decoded;
+ * Read one handshake message without blocking into @buf
+ * (VISOCK_HS_MAX_LEN bytes).
+ * Return: 1 and @m filled, its bytes in @buf and their number in @lenp: a
+ *	whole message was consumed and decoded;
  *	0: not complete yet, nothing consumed;
  *	-ENOMSG: the bytes are not a visock message, nothing consumed;
  *	-EBADMSG: one whole message was consumed but is invalid;
@@ -348,14 +370,14 @@ static void visock_hs_decline_fallback(struct visock_sock *vsk, u8 reason)
  *	-EPROTO: visock magic but broken framing;
  *	-ECONNRESET: the peer closed; other negative: TCP error.
  */
-static int visock_hs_recv(struct visock_sock *vsk, struct visock_hs_msg *m)
+static int visock_hs_recv(struct visock_sock *vsk, struct visock_hs_msg *m,
+			  u8 *buf, int *lenp)
 {
-	u8 buf[VISOCK_HS_MAX_LEN];
 	struct msghdr msg = { };
-	struct kvec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct kvec iov = { .iov_base = buf, .iov_len = VISOCK_HS_MAX_LEN };
 	int got, len;
 
-	got = kernel_recvmsg(vsk->tcp, &msg, &iov, 1, sizeof(buf),
+	got = kernel_recvmsg(vsk->tcp, &msg, &iov, 1, VISOCK_HS_MAX_LEN,
 			     MSG_PEEK | MSG_DONTWAIT);
 	if (got == -EAGAIN)
 		return 0;
@@ -381,6 +403,7 @@ static int visock_hs_recv(struct visock_sock *vsk, struct visock_hs_msg *m)
 	got = kernel_recvmsg(vsk->tcp, &msg, &iov, 1, len, MSG_DONTWAIT);
 	if (got != len)
 		return got < 0 ? got : -EPROTO;
+	*lenp = len;
 	switch (visock_hs_decode(buf, len, m)) {
 	case 0:
 		return 1;
@@ -404,6 +427,10 @@ static u8 visock_hs_peer_reason(u32 reason)
 		return VISOCK_FB_LINK_GONE;
 	case VISOCK_FB_QP_LIMIT:
 		return VISOCK_FB_QP_LIMIT;
+	case VISOCK_FB_AUTH:
+		return VISOCK_FB_AUTH;
+	case VISOCK_FB_AUTH_MISSING:
+		return VISOCK_FB_AUTH_MISSING;
 	default:
 		return VISOCK_FB_PEER_DECLINE;
 	}
@@ -427,6 +454,8 @@ u8 visock_hs_vc_reason(int err)
 		return VISOCK_FB_QP_LIMIT;
 	case -EBADMSG:
 		return VISOCK_FB_BAD_MSG;
+	case -EACCES:
+		return VISOCK_FB_AUTH_MISSING;
 	default:
 		return VISOCK_FB_QP_SETUP;
 	}
@@ -491,6 +520,128 @@ static void visock_hs_lgr_unwait(struct visock_sock *vsk)
 		sock_put(&vsk->sk);
 }
 
+static int visock_hs_auth_policy(const struct visock_sock *vsk)
+{
+	return READ_ONCE(visock_net(sock_net(&vsk->sk))->auth);
+}
+
+/* Forget the handshake's authentication state. */
+static void visock_hs_auth_drop(struct visock_sock *vsk)
+{
+	kfree_sensitive(vsk->auth);
+	vsk->auth = NULL;
+}
+
+/*
+ * Authenticate this handshake with the key @id of the namespace (0: the
+ * current key): set up @vsk->auth with its MAC key.  Returns 0, -ENOKEY
+ * if there is no such key, or another negative errno.
+ */
+static int visock_hs_auth_begin(struct visock_sock *vsk, u32 id)
+{
+	struct visock_psk_secret *sec;
+	struct visock_auth_conn *a;
+	int err;
+
+	sec = kmalloc(sizeof(*sec), GFP_KERNEL);
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	err = -ENOMEM;
+	if (!sec || !a)
+		goto out;
+	err = visock_psk_get(sock_net(&vsk->sk), id, sec);
+	if (!err)
+		err = visock_auth_mac_key(sec->key, sec->len, sec->id,
+					  a->mac_key);
+	if (!err) {
+		a->key_id = sec->id;
+		visock_hs_auth_drop(vsk);
+		vsk->auth = a;
+		a = NULL;
+	}
+out:
+	kfree_sensitive(sec);
+	kfree_sensitive(a);
+	return err;
+}
+
+/* Both nonces and tokens are known: derive the connection's keys. */
+static int visock_hs_auth_derive(struct visock_sock *vsk)
+{
+	struct visock_psk_secret *sec;
+	int err;
+
+	sec = kmalloc(sizeof(*sec), GFP_KERNEL);
+	if (!sec)
+		return -ENOMEM;
+	err = visock_psk_get(sock_net(&vsk->sk), vsk->auth->key_id, sec);
+	if (!err)
+		err = visock_auth_conn_derive(sec->key, sec->len, vsk->auth);
+	kfree_sensitive(sec);
+	return err;
+}
+
+/* Add TLV AUTH with our @nonce to @m; visock_hs_send() adds the MAC. */
+static void visock_hs_auth_put(struct visock_sock *vsk,
+			       struct visock_hs_msg *m, const u8 *nonce)
+{
+	m->present |= VISOCK_HSF(VISOCK_TLV_AUTH);
+	m->auth_version = VISOCK_AUTH_VERSION;
+	m->auth_key_id = vsk->auth->key_id;
+	memcpy(m->auth_nonce, nonce, VISOCK_AUTH_NONCE_LEN);
+}
+
+/*
+ * Check the MAC of the peer's message @m (@len bytes in @buf) against
+ * @vsk->auth, whose context the caller completed.  Returns 0, -EBADMSG
+ * if it does not verify (or names another key), or another errno.
+ */
+static int visock_hs_auth_check(struct visock_sock *vsk,
+				const struct visock_hs_msg *m, const u8 *buf,
+				int len)
+{
+	if (!(m->present & VISOCK_HSF(VISOCK_TLV_AUTH)) ||
+	    m->auth_key_id != vsk->auth->key_id)
+		return -EBADMSG;
+	return visock_auth_verify(vsk->auth->mac_key, &vsk->auth->ctx, buf,
+				  len, m->auth_mac_off);
+}
+
+/*
+ * The handshake cannot be authenticated (@reason AUTH: a MAC did not
+ * verify, AUTH_MISSING: not offered where required): settle on TCP, and
+ * tell the peer first if we owe it a message (@owe), or reset the
+ * connection where net.visock.auth says so.
+ */
+static void visock_hs_auth_fail(struct visock_sock *vsk, u8 reason,
+				bool owe)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	if (reason == VISOCK_FB_AUTH)
+		atomic64_inc(&vn->auth_failed);
+	else
+		atomic64_inc(&vn->auth_missing);
+	visock_hs_auth_drop(vsk);
+	if (visock_hs_auth_policy(vsk) == VISOCK_AUTH_REFUSE)
+		visock_hs_abort(vsk, ECONNREFUSED);
+	else if (owe)
+		visock_hs_decline_fallback(vsk, reason);
+	else
+		visock_hs_fallback(vsk, reason);
+}
+
+/* The peer's MAC was checked: settle on TCP for anything but success. */
+static bool visock_hs_auth_bad(struct visock_sock *vsk, int err)
+{
+	if (!err)
+		return false;
+	if (err == -EBADMSG)
+		visock_hs_auth_fail(vsk, VISOCK_FB_AUTH, true);
+	else
+		visock_hs_decline_fallback(vsk, visock_hs_vc_reason(err));
+	return true;
+}
+
 /*
  * Join or create our vc (and its QP) and describe it in @m.
  * Return: 0, -EINPROGRESS (client: wait for a QP being set up, see
@@ -503,6 +654,16 @@ int visock_hs_make_vc(struct visock_sock *vsk, struct visock_hs_msg *m,
 	struct visock_vc_params p = {};
 	int err;
 
+	/*
+	 * A lazy connection's switch carries no authentication yet: where
+	 * it is required, such a connection stays on TCP.
+	 */
+	if ((type == VISOCK_HS_SWITCH ||
+	     (req && req->type == VISOCK_HS_SWITCH)) &&
+	    visock_hs_auth_policy(vsk) >= VISOCK_AUTH_REQUIRE) {
+		atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_missing);
+		return -EACCES;
+	}
 	err = visock_hs_addrs(vsk, &local, &peer);
 	if (err)
 		return err;
@@ -608,6 +769,24 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 		visock_hs_decline_fallback(vsk, visock_hs_vc_reason(err));
 		return;
 	}
+	if (visock_hs_auth_policy(vsk) != VISOCK_AUTH_OFF) {
+		err = visock_hs_auth_begin(vsk, 0);
+		if (err == -ENOKEY &&
+		    visock_hs_auth_policy(vsk) >= VISOCK_AUTH_REQUIRE) {
+			visock_hs_auth_fail(vsk, VISOCK_FB_AUTH_MISSING, true);
+			return;
+		}
+		if (err && err != -ENOKEY) {
+			visock_hs_decline_fallback(vsk, visock_hs_vc_reason(err));
+			return;
+		}
+		if (!err) {
+			get_random_bytes(vsk->auth->ctx.client_nonce,
+					 VISOCK_AUTH_NONCE_LEN);
+			vsk->auth->ctx.client_token = vsk->local_token;
+			visock_hs_auth_put(vsk, &m, vsk->auth->ctx.client_nonce);
+		}
+	}
 	err = visock_hs_send(vsk, &m);
 	if (err) {
 		visock_hs_abort(vsk, -err);
@@ -617,9 +796,19 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 	vsk->hs_deadline = jiffies + visock_hs_timeout(vsk);
 }
 
-/* Client: REP or DECLINE arrived. */
+/* The handshake was authenticated: count it and say so. */
+static void visock_hs_auth_done(struct visock_sock *vsk)
+{
+	if (!vsk->auth)
+		return;
+	atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_ok);
+	set_bit(VISOCK_F_AUTH, &vsk->flags);
+}
+
+/* Client: REP or DECLINE arrived (@len bytes in @buf). */
 static void visock_hs_cli_rep(struct visock_sock *vsk,
-			      const struct visock_hs_msg *rep)
+			      const struct visock_hs_msg *rep, const u8 *buf,
+			      int len)
 {
 	struct visock_hs_msg m;
 	int err;
@@ -637,6 +826,23 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 		visock_hs_decline_fallback(vsk, VISOCK_FB_BAD_MSG);
 		return;
 	}
+	if (vsk->auth && (rep->present & VISOCK_HSF(VISOCK_TLV_AUTH))) {
+		memcpy(vsk->auth->ctx.server_nonce, rep->auth_nonce,
+		       VISOCK_AUTH_NONCE_LEN);
+		vsk->auth->ctx.server_token = rep->token;
+		err = visock_hs_auth_check(vsk, rep, buf, len);
+		if (!err)
+			err = visock_hs_auth_derive(vsk);
+		if (visock_hs_auth_bad(vsk, err))
+			return;
+	} else if (vsk->auth) {
+		/* A server that does not authenticate (or an older one). */
+		if (visock_hs_auth_policy(vsk) >= VISOCK_AUTH_REQUIRE) {
+			visock_hs_auth_fail(vsk, VISOCK_FB_AUTH_MISSING, true);
+			return;
+		}
+		visock_hs_auth_drop(vsk);
+	}
 	visock_hs_note_peer(vsk, rep);
 	err = visock_vc_connect(vsk->vc, rep);
 	/* The server may write as soon as it has CONFIRM. */
@@ -650,17 +856,56 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 	m.type = VISOCK_HS_CONFIRM;
 	m.present = VISOCK_HSF(VISOCK_TLV_TOKEN);
 	m.token = vsk->peer_token;
+	if (vsk->auth)
+		visock_hs_auth_put(vsk, &m, vsk->auth->ctx.client_nonce);
 	err = visock_hs_send(vsk, &m);
 	if (err) {
 		visock_hs_abort(vsk, -err);
 		return;
 	}
+	visock_hs_auth_done(vsk);
 	visock_hs_success(vsk);
 }
 
-/* Server: REQ (or the client's DECLINE) arrived. */
+/*
+ * Server: check the authentication of the client's REQ (@len bytes in
+ * @buf) before anything is set up for it.  Returns false if the
+ * connection settled.
+ */
+static bool visock_hs_srv_req_auth(struct visock_sock *vsk,
+				   const struct visock_hs_msg *req,
+				   const u8 *buf, int len)
+{
+	int policy = visock_hs_auth_policy(vsk);
+	int err;
+
+	if (policy == VISOCK_AUTH_OFF)
+		return true;
+	if (!(req->present & VISOCK_HSF(VISOCK_TLV_AUTH))) {
+		if (policy < VISOCK_AUTH_REQUIRE)
+			return true;
+		visock_hs_auth_fail(vsk, VISOCK_FB_AUTH_MISSING, true);
+		return false;
+	}
+	err = visock_hs_auth_begin(vsk, req->auth_key_id);
+	if (err == -ENOKEY) {
+		/* A key id we do not hold: another fleet, or a rollout. */
+		visock_hs_auth_fail(vsk, VISOCK_FB_AUTH, true);
+		return false;
+	}
+	if (!err) {
+		memcpy(vsk->auth->ctx.client_nonce, req->auth_nonce,
+		       VISOCK_AUTH_NONCE_LEN);
+		vsk->auth->ctx.client_token = req->token;
+		err = visock_hs_auth_check(vsk, req, buf, len);
+	}
+	return !visock_hs_auth_bad(vsk, err);
+}
+
+/* Server: REQ (or the client's DECLINE) arrived (@len bytes in @buf). */
 static void visock_hs_srv_req(struct visock_sock *vsk,
-			      const struct visock_hs_msg *req)
+			      const struct visock_hs_msg *req, const u8 *buf,
+			      int len)
 {
 	struct visock_hs_msg m;
 	int err;
@@ -673,10 +918,21 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 		visock_hs_decline_fallback(vsk, VISOCK_FB_BAD_MSG);
 		return;
 	}
+	if (!visock_hs_srv_req_auth(vsk, req, buf, len))
+		return;
 	visock_hs_note_peer(vsk, req);
 	err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REP, req);
 	if (!err)
 		err = visock_vc_connect(vsk->vc, req);
+	if (!err && vsk->auth) {
+		get_random_bytes(vsk->auth->ctx.server_nonce,
+				 VISOCK_AUTH_NONCE_LEN);
+		vsk->auth->ctx.server_token = vsk->local_token;
+		err = visock_hs_auth_derive(vsk);
+		if (!err)
+			visock_hs_auth_put(vsk, &m,
+					   vsk->auth->ctx.server_nonce);
+	}
 	/* The client may write as soon as it has REP. */
 	if (!err)
 		err = visock_rdma_prepare(vsk);
@@ -693,23 +949,37 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 	vsk->hs_deadline = jiffies + visock_hs_timeout(vsk);
 }
 
-/* Server: CONFIRM or DECLINE arrived; nothing more is owed either way. */
+/*
+ * Server: CONFIRM or DECLINE arrived (@len bytes in @buf); nothing more
+ * is owed either way.  A CONFIRM whose MAC does not verify was changed
+ * on the way, after the client moved to RDMA: the connection cannot go
+ * on safely on either transport and is reset.
+ */
 static void visock_hs_srv_confirm(struct visock_sock *vsk,
-				  const struct visock_hs_msg *m)
+				  const struct visock_hs_msg *m,
+				  const u8 *buf, int len)
 {
-	if (m->type == VISOCK_HS_DECLINE)
+	if (m->type == VISOCK_HS_DECLINE) {
 		visock_hs_fallback(vsk, visock_hs_peer_reason(m->reason));
-	else if (m->type != VISOCK_HS_CONFIRM || m->token != vsk->local_token)
+	} else if (m->type != VISOCK_HS_CONFIRM ||
+		   m->token != vsk->local_token) {
 		visock_hs_fallback(vsk, VISOCK_FB_BAD_MSG);
-	else
+	} else if (vsk->auth && visock_hs_auth_check(vsk, m, buf, len)) {
+		atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_failed);
+		visock_hs_auth_drop(vsk);
+		visock_hs_abort(vsk, ECONNABORTED);
+	} else {
+		visock_hs_auth_done(vsk);
 		visock_hs_success(vsk);
+	}
 }
 
 /* One step of the state machine.  Caller holds lock_sock(). */
 static void visock_hs_step(struct visock_sock *vsk)
 {
+	u8 buf[VISOCK_HS_MAX_LEN];
 	struct visock_hs_msg m;
-	int ret;
+	int ret, len = 0;
 
 	lockdep_assert_held(&vsk->sk.sk_lock);
 	if (vsk->hs_state == VISOCK_HS_CLI_START) {
@@ -720,7 +990,7 @@ static void visock_hs_step(struct visock_sock *vsk)
 			return;
 	}
 
-	ret = visock_hs_recv(vsk, &m);
+	ret = visock_hs_recv(vsk, &m, buf, &len);
 	if (ret < 0 && ret != -EBADMSG && ret != -EPROTONOSUPPORT &&
 	    ret != -EPROTO && vsk->hs_state == VISOCK_HS_SRV_WAIT_REQ) {
 		/*
@@ -765,13 +1035,13 @@ static void visock_hs_step(struct visock_sock *vsk)
 
 	switch (vsk->hs_state) {
 	case VISOCK_HS_CLI_WAIT_REP:
-		visock_hs_cli_rep(vsk, &m);
+		visock_hs_cli_rep(vsk, &m, buf, len);
 		break;
 	case VISOCK_HS_SRV_WAIT_REQ:
-		visock_hs_srv_req(vsk, &m);
+		visock_hs_srv_req(vsk, &m, buf, len);
 		break;
 	case VISOCK_HS_SRV_WAIT_CONFIRM:
-		visock_hs_srv_confirm(vsk, &m);
+		visock_hs_srv_confirm(vsk, &m, buf, len);
 		break;
 	default:
 		break;

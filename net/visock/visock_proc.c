@@ -95,6 +95,12 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 		   (long long)atomic64_read(&vn->switch_started));
 	seq_printf(seq, "lazy_switch_crossed %lld\n",
 		   (long long)atomic64_read(&vn->switch_crossed));
+	seq_printf(seq, "hs_auth_ok %lld\n",
+		   (long long)atomic64_read(&vn->auth_ok));
+	seq_printf(seq, "hs_auth_failed %lld\n",
+		   (long long)atomic64_read(&vn->auth_failed));
+	seq_printf(seq, "hs_auth_missing %lld\n",
+		   (long long)atomic64_read(&vn->auth_missing));
 	return 0;
 }
 

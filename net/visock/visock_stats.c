@@ -34,6 +34,8 @@ static const char * const visock_fb_names[__VISOCK_FB_MAX] = {
 	[VISOCK_FB_LINK_BUSY]		= "link_busy",
 	[VISOCK_FB_LINK_GONE]		= "link_gone",
 	[VISOCK_FB_QP_LIMIT]		= "qp_limit",
+	[VISOCK_FB_AUTH]		= "auth",
+	[VISOCK_FB_AUTH_MISSING]	= "auth_missing",
 };
 
 /**

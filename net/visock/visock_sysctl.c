@@ -25,6 +25,7 @@ static const int visock_lgr_idle_max = 3600000;
 static const int visock_lgr_mem_max = 1 << 20;	/* MiB: 1 TiB */
 static const int visock_lazy_max = VISOCK_LAZY_MAX;
 static const int visock_lgr_qps_max = VISOCK_LGR_QPS_MAX;
+static const int visock_auth_max = VISOCK_AUTH_REFUSE;
 
 static struct ctl_table visock_sysctl_template[] = {
 	{
@@ -164,6 +165,20 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
+	{
+		/*
+		 * authenticated handshake with the namespace's pre-shared
+		 * key: 0 off, 1 prefer, 2 require (else TCP), 3 require
+		 * (else reset); enum visock_auth_policy
+		 */
+		.procname	= "auth",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= (void *)&visock_auth_max,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -194,6 +209,7 @@ int visock_sysctl_net_init(struct net *net)
 	vn->lgr_peer_qps_max = 0;
 	vn->lgr_qps_max = 0;
 	vn->dgram_enable = 0;
+	vn->auth = VISOCK_AUTH_OFF;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -212,6 +228,7 @@ int visock_sysctl_net_init(struct net *net)
 	table[10].data = &vn->lgr_peer_qps_max;
 	table[11].data = &vn->lgr_qps_max;
 	table[12].data = &vn->dgram_enable;
+	table[13].data = &vn->auth;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);

@@ -158,6 +158,8 @@ struct visock_info {
 #define VISOCK_INFO_F_LINK_UP	0x4	/* RDMA queue pair is connected (RTS) */
 #define VISOCK_INFO_F_FAILOVER	0x8	/* the RDMA link failed: now over TCP */
 #define VISOCK_INFO_F_LAZY	0x10	/* both ends agreed on a lazy start */
+/* both ends proved a shared pre-shared key in the handshake */
+#define VISOCK_INFO_F_AUTH	0x20
 
 /**
  * enum visock_mode - transport a visock connection is using
@@ -218,6 +220,10 @@ enum visock_rdma_state {
  *	named
  * @VISOCK_FB_QP_LIMIT: the peer host's or the namespace's queue pair cap
  *	is reached
+ * @VISOCK_FB_AUTH: a handshake message failed authentication (wrong
+ *	MAC, or a key id this side does not hold), here or at the peer
+ * @VISOCK_FB_AUTH_MISSING: one side requires an authenticated handshake
+ *	(net.visock.auth) and the other offered none, or it has no key
  * @__VISOCK_FB_MAX: one above the highest reason (VISOCK_FB_MAX)
  *
  * Values are stable ABI: they appear in getsockopt(), statistics and
@@ -243,6 +249,8 @@ enum visock_fallback_reason {
 	VISOCK_FB_LINK_BUSY = 16,
 	VISOCK_FB_LINK_GONE = 17,
 	VISOCK_FB_QP_LIMIT = 18,
+	VISOCK_FB_AUTH = 19,
+	VISOCK_FB_AUTH_MISSING = 20,
 	__VISOCK_FB_MAX,
 };
 
