@@ -12,6 +12,9 @@
  *   visockctl policy list | flush | default [allow|deny]
  *   visockctl policy add [index N] allow|deny [to PREFIX] [port P[-Q]]
  *   visockctl policy del index N | allow|deny [to PREFIX] [port P[-Q]]
+ *   visockctl key list
+ *   visockctl key add ID [name NAME] [current] [secret-file FILE|-]
+ *   visockctl key use ID | del ID
  *
  * Sockets come from the kernel's sock_diag (NETLINK_SOCK_DIAG, family
  * AF_VISOCK); links, statistics, devices, events, the switch and the
@@ -123,6 +126,14 @@ static const struct attr_pol genl_pol[VISOCK_A_MAX + 1] = {
 	[VISOCK_A_EVENT]		= NEST,
 	[VISOCK_A_POLICY_DEFAULT]	= U8,
 	[VISOCK_A_RULE]			= NEST,
+	[VISOCK_A_KEY]			= NEST,
+};
+
+static const struct attr_pol key_pol[VISOCK_KEY_A_MAX + 1] = {
+	[VISOCK_KEY_A_ID]		= U32,
+	[VISOCK_KEY_A_NAME]		= STR,
+	[VISOCK_KEY_A_SECRET]		= { MNL_TYPE_BINARY },
+	[VISOCK_KEY_A_CURRENT]		= FLAG,
 };
 
 static const struct attr_pol stats_pol[VISOCK_STATS_A_MAX + 1] = {
@@ -494,7 +505,7 @@ static const char *const fb_names[] = {
 	"none", "disabled", "peer_no_visock", "no_device", "peer_no_device",
 	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
 	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
-	"link_busy", "link_gone", "qp_limit",
+	"link_busy", "link_gone", "qp_limit", "auth", "auth_missing",
 };
 
 static const char *fb_name(unsigned int r)
@@ -745,6 +756,8 @@ static void print_socket(const struct visock_diag_msg *m,
 		       (uint64_t)vi->vi_rdma_wr_posted,
 		       (uint64_t)vi->vi_rdma_wc, (uint64_t)vi->vi_cdc_sent,
 		       (uint64_t)vi->vi_cdc_rcvd, (uint64_t)vi->vi_tx_waits);
+		printf(",\"auth\":%s",
+		       vi->vi_flags & VISOCK_INFO_F_AUTH ? "true" : "false");
 		if (ring)
 			printf(",\"rx_ring_size\":%u,\"rx_ring_used\":%u,"
 			       "\"tx_ring_size\":%u,\"tx_ring_used\":%u,"
@@ -771,8 +784,10 @@ static void print_socket(const struct visock_diag_msg *m,
 			snprintf(mode, sizeof(mode), "tcp(%s)",
 				 fb_name(m->vdiag_fallback_reason));
 		else
-			snprintf(mode, sizeof(mode), "%s",
-				 mode_name(m->vdiag_mode));
+			snprintf(mode, sizeof(mode), "%s%s",
+				 mode_name(m->vdiag_mode),
+				 vi->vi_flags & VISOCK_INFO_F_AUTH ?
+				 "+auth" : "");
 		if (m->vdiag_mode == VISOCK_MODE_RDMA) {
 			sent = vi->vi_rdma_bytes_sent;
 			rcvd = vi->vi_rdma_bytes_rcvd;
@@ -1688,6 +1703,178 @@ static void cmd_policy(int argc, char **argv)
 	}
 }
 
+/* ---- pre-shared keys ---- */
+
+static int key_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct nlattr *tb[VISOCK_A_MAX + 1];
+	const struct nlattr *kt[VISOCK_KEY_A_MAX + 1];
+	char name[VISOCK_KEY_NAME_LEN];
+	unsigned int *count = arg;
+	bool cur;
+
+	PARSE_GENL(nlh, tb, genl_pol);
+	if (!tb[VISOCK_A_KEY])
+		return MNL_CB_OK;
+	PARSE_NEST(tb[VISOCK_A_KEY], kt, key_pol);
+	attr_str(kt[VISOCK_KEY_A_NAME], name, sizeof(name));
+	cur = kt[VISOCK_KEY_A_CURRENT];
+	if (json) {
+		printf("%s{\"id\":%u,\"name\":\"%s\",\"state\":\"%s\"}",
+		       *count ? "," : "", attr_u32(kt[VISOCK_KEY_A_ID]),
+		       json_esc(name), cur ? "current" : "accept");
+	} else {
+		printf("%u\t%s\t%s\n", attr_u32(kt[VISOCK_KEY_A_ID]),
+		       cur ? "current" : "accept", name);
+	}
+	(*count)++;
+	return MNL_CB_OK;
+}
+
+/* The id and state of each key; the kernel never sends a secret. */
+static void key_list(void)
+{
+	unsigned int count = 0;
+	struct nl nl;
+	int err;
+
+	visock_req(&nl, VISOCK_CMD_KEY_GET, NLM_F_DUMP);
+	if (json)
+		printf("[");
+	err = nl_talk(&nl, key_cb, &count);
+	if (err == -EPERM)
+		die(1, "key: permission denied (needs CAP_NET_ADMIN)");
+	if (err == -EINTR)
+		die(1, "key: the keys changed while being listed; try again");
+	if (err)
+		die(1, "key: %s", strerror(-err));
+	if (json)
+		printf("]\n");
+	nl_close(&nl);
+}
+
+/*
+ * The secret, as hexadecimal text in @path ("-": standard input), so
+ * that it never appears on a command line.
+ */
+static size_t key_read_secret(const char *path, uint8_t *out)
+{
+	char text[4 * VISOCK_KEY_SECRET_MAX + 2];
+	size_t n = 0, len;
+	FILE *f;
+	char *p;
+
+	f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	if (!f)
+		die(1, "key: %s: %s", path, strerror(errno));
+	len = fread(text, 1, sizeof(text) - 1, f);
+	if (f != stdin)
+		fclose(f);
+	text[len] = '\0';
+	for (p = text; *p; p++) {
+		unsigned int v;
+
+		if (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+			continue;
+		if (!p[1] || sscanf(p, "%2x", &v) != 1 ||
+		    !strchr("0123456789abcdefABCDEF", p[0]) ||
+		    !strchr("0123456789abcdefABCDEF", p[1]))
+			die(EXIT_USAGE, "key: the secret must be hex digits");
+		if (n == VISOCK_KEY_SECRET_MAX)
+			die(EXIT_USAGE, "key: secret longer than %d bytes",
+			    VISOCK_KEY_SECRET_MAX);
+		out[n++] = v;
+		p++;
+	}
+	memset(text, 0, sizeof(text));
+	if (n < VISOCK_KEY_SECRET_MIN)
+		die(EXIT_USAGE, "key: secret shorter than %d bytes",
+		    VISOCK_KEY_SECRET_MIN);
+	return n;
+}
+
+static void key_change(int cmd, int argc, char **argv, const char *what)
+{
+	uint8_t secret[VISOCK_KEY_SECRET_MAX];
+	const char *file = "-", *name = NULL;
+	bool current = false;
+	struct nlmsghdr *nlh;
+	struct nlattr *nest;
+	uint32_t id;
+	struct nl nl;
+	size_t n = 0;
+	int i, err;
+
+	if (argc < 1)
+		die(EXIT_USAGE, "key: which key id?");
+	id = parse_num(argv[0], UINT32_MAX, "key id");
+	if (!id)
+		die(EXIT_USAGE, "key: ids start at 1");
+	for (i = 1; i < argc; i++) {
+		if (cmd == VISOCK_CMD_KEY_ADD && !strcmp(argv[i], "current")) {
+			current = true;
+		} else if (cmd == VISOCK_CMD_KEY_ADD && i + 1 < argc &&
+			   !strcmp(argv[i], "name")) {
+			name = argv[++i];
+			if (strlen(name) >= VISOCK_KEY_NAME_LEN)
+				die(EXIT_USAGE, "key: name longer than %d",
+				    VISOCK_KEY_NAME_LEN - 1);
+		} else if (cmd == VISOCK_CMD_KEY_ADD && i + 1 < argc &&
+			   !strcmp(argv[i], "secret-file")) {
+			file = argv[++i];
+		} else {
+			die(EXIT_USAGE, "key: unknown word '%s'", argv[i]);
+		}
+	}
+	if (cmd == VISOCK_CMD_KEY_ADD)
+		n = key_read_secret(file, secret);
+
+	nlh = visock_req(&nl, cmd, 0);
+	nest = mnl_attr_nest_start(nlh, VISOCK_A_KEY);
+	mnl_attr_put_u32(nlh, VISOCK_KEY_A_ID, id);
+	if (name)
+		mnl_attr_put_strz(nlh, VISOCK_KEY_A_NAME, name);
+	if (n)
+		mnl_attr_put(nlh, VISOCK_KEY_A_SECRET, n, secret);
+	if (current)
+		mnl_attr_put(nlh, VISOCK_KEY_A_CURRENT, 0, NULL);
+	mnl_attr_nest_end(nlh, nest);
+	memset(secret, 0, sizeof(secret));
+	err = nl_talk(&nl, NULL, NULL);
+	memset(nl.req, 0, sizeof(nl.req));
+	if (err == -EPERM)
+		die(1, "%s: permission denied (needs CAP_NET_ADMIN)", what);
+	if (err == -EEXIST)
+		die(1, "%s: a key with id %u exists", what, id);
+	if (err == -ENOENT)
+		die(1, "%s: no key with id %u", what, id);
+	if (err == -ENOSPC)
+		die(1, "%s: too many keys (at most %d)", what, VISOCK_KEY_MAX);
+	if (err)
+		die(1, "%s: %s%s%s", what, strerror(-err),
+		    nl_errmsg[0] ? ": " : "", nl_errmsg);
+	nl_close(&nl);
+}
+
+static void cmd_key(int argc, char **argv)
+{
+	const char *sub = argc ? argv[0] : "list";
+
+	if (!strcmp(sub, "list") || !strcmp(sub, "show"))
+		key_list();
+	else if (!strcmp(sub, "add"))
+		key_change(VISOCK_CMD_KEY_ADD, argc - 1, argv + 1,
+			   "adding the key");
+	else if (!strcmp(sub, "del") || !strcmp(sub, "delete"))
+		key_change(VISOCK_CMD_KEY_DEL, argc - 1, argv + 1,
+			   "removing the key");
+	else if (!strcmp(sub, "use"))
+		key_change(VISOCK_CMD_KEY_USE, argc - 1, argv + 1,
+			   "making the key current");
+	else
+		die(EXIT_USAGE, "key: unknown command '%s'", sub);
+}
+
 /* ---- main ---- */
 
 static void print_usage(FILE *f, int code)
@@ -1709,6 +1896,10 @@ static void print_usage(FILE *f, int code)
 		"  policy add [index N] allow|deny [to PREFIX] [port P[-Q]]\n"
 		"  policy del index N | allow|deny [to PREFIX] [port P[-Q]]\n"
 		"  policy flush | default [allow|deny]\n"
+		"  key [list]          pre-shared keys: id, state, name\n"
+		"  key add ID [name NAME] [current] [secret-file FILE|-]\n"
+		"                      secret: hex text, standard input by default\n"
+		"  key use ID | del ID\n"
 		"  redirect ARGS...    visock_redirect(8) ARGS (as the first word)\n"
 		"Options: -j/--json machine-readable output; -n/--netns NAME runs\n"
 		"in /run/netns/NAME (or the namespace file NAME, with a '/').\n"
@@ -1877,7 +2068,7 @@ int main(int argc, char **argv)
 	if (!cmd)
 		print_usage(stderr, EXIT_USAGE);
 	if (nwords && strcmp(cmd, "sockets") && strcmp(cmd, "ss") &&
-	    strcmp(cmd, "policy"))
+	    strcmp(cmd, "policy") && strcmp(cmd, "key"))
 		die(EXIT_USAGE, "%s: unexpected '%s'", cmd, words[0]);
 	/* Before any netlink socket exists: they belong to a namespace. */
 	if (netns)
@@ -1902,6 +2093,8 @@ int main(int argc, char **argv)
 		cmd_devices();
 	} else if (!strcmp(cmd, "policy")) {
 		cmd_policy(nwords, words);
+	} else if (!strcmp(cmd, "key")) {
+		cmd_key(nwords, words);
 	} else if (!strcmp(cmd, "enable") || !strcmp(cmd, "disable")) {
 		uint8_t v = !strcmp(cmd, "enable");
 
