@@ -152,7 +152,7 @@ const char *const hu_fb_names[HU_NFB] = {
 	"none", "disabled", "peer_no_visock", "no_device", "peer_no_device",
 	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
 	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
-	"link_busy", "link_gone", "qp_limit",
+	"link_busy", "link_gone", "qp_limit", "auth", "auth_missing",
 };
 
 void hu_fb_snap(long long *v)

@@ -29,6 +29,8 @@
 #include <time.h>
 #include <sys/mount.h>
 #include <sys/utsname.h>
+#include <grp.h>
+#include <stdarg.h>
 #include <unistd.h>
 
 #include <netinet/in.h>
@@ -2172,6 +2174,302 @@ static void mc_cleanup(const struct vt_ctx *c)
 		rmdir(MC_MNT);
 }
 
+/* ---- pre-shared keys and the authenticated handshake ---- */
+
+/*
+ * Hosts a and b get keys with visockctl and net.visock.auth, then make
+ * one connection and exchange PSK_BYTES each way:
+ *
+ *   psk_auth            same key on both, auth=2 (require): RDMA, the
+ *                       connection says it is authenticated (flag,
+ *                       visockctl sockets, hs_auth_ok)
+ *   psk_mismatch        same key id, other secrets, auth=1 (prefer):
+ *                       TCP with reason AUTH on both, bytes intact
+ *   psk_missing         client: no key, auth=0; server: key, auth=2:
+ *                       TCP with reason AUTH_MISSING on both
+ *   psk_list_no_secret  visockctl key list shows id, name, state, never
+ *                       the secret; del removes the key
+ *   psk_unprivileged    a user without CAP_NET_ADMIN can neither add
+ *                       nor list keys
+ */
+#define PSK_A		"000102030405060708090a0b0c0d0e0f" \
+			"101112131415161718191a1b1c1d1e1f"
+#define PSK_B		"f0e1d2c3b4a5968778695a4b3c2d1e0f" \
+			"0123456789abcdef0123456789abcdef"
+#define PSK_C		"5ec7e75ec7e75ec7e75ec7e75ec7e75e"
+#define PSK_BYTES	(256 * 1024)
+#define PSK_OUT		8192
+
+static struct hu_saved_sysctl psk_saved[] = {
+	{ "auth", -1 },
+};
+
+/* Run visockctl with @args (as user @uid unless it is 0); its exit code. */
+static int psk_ctl_as(uid_t uid, char *out, size_t size, const char *fmt, ...)
+{
+	const char *bin = hu_visockctl_path();
+	char args[512], cmd[1024];
+	size_t len = 0;
+	int pfd[2], st;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "exec %s %s 2>&1", bin, args);
+	vt_try(pipe(pfd), "pipe");
+	pid = vt_try(fork(), "fork");
+	if (!pid) {
+		close(pfd[0]);
+		if (dup2(pfd[1], 1) < 0)
+			_exit(126);
+		if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+			_exit(125);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (len + 1 < size) {
+		ssize_t n = read(pfd[0], out + len, size - 1 - len);
+
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	out[len] = '\0';
+	close(pfd[0]);
+	vt_try(waitpid(pid, &st, 0), "waitpid");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* A file with @hex in it, readable by everybody; its name in @path. */
+static void psk_secret_file(char *path, size_t size, const char *hex)
+{
+	int fd;
+
+	snprintf(path, size, "/tmp/visock-psk-XXXXXX");
+	fd = vt_try(mkstemp(path), "mkstemp");
+	su_write_all(fd, hex, strlen(hex));
+	vt_try(fchmod(fd, 0644), "fchmod");
+	close(fd);
+}
+
+static void psk_add(uint32_t id, const char *name, const char *hex)
+{
+	char path[64], out[PSK_OUT];
+	int st;
+
+	psk_secret_file(path, sizeof(path), hex);
+	st = psk_ctl_as(0, out, sizeof(out), "key add %u name %s secret-file %s",
+			id, name, path);
+	unlink(path);
+	vt_assert(st == 0, "visockctl key add %u: exit %d: %.300s", id, st,
+		  out);
+}
+
+/* Remove every key the tests use; absent ones are no error. */
+static void psk_clear(void)
+{
+	char out[PSK_OUT];
+	unsigned int id;
+
+	for (id = 1; id <= 9; id++)
+		psk_ctl_as(0, out, sizeof(out), "key del %u", id);
+}
+
+static void psk_cleanup(const struct vt_ctx *c)
+{
+	(void)c;
+	hu_sysctls_restore(psk_saved, ARRAY_SIZE(psk_saved));
+	if (!access(HU_SYSCTL_DIR "auth", F_OK))
+		psk_clear();
+}
+
+/* Both hosts: keys and policy set, then one connection; bytes checked. */
+static int psk_connect(struct vt_ctx *c)
+{
+	static uint8_t buf[PSK_BYTES];
+	uint32_t i;
+	int fd;
+
+	vt_sync(c, "keys set");
+	fd = su_pair(c);
+	for (i = 0; i < PSK_BYTES; i++)
+		buf[i] = (uint8_t)(i * 31 + 7);
+	if (vt_is_client(c)) {
+		su_write_all(fd, buf, PSK_BYTES);
+		memset(buf, 0, PSK_BYTES);
+		su_read_all(fd, buf, PSK_BYTES);
+	} else {
+		su_read_all(fd, buf, PSK_BYTES);
+		su_write_all(fd, buf, PSK_BYTES);
+	}
+	for (i = 0; i < PSK_BYTES; i++)
+		if (buf[i] != (uint8_t)(i * 31 + 7))
+			vt_fail("byte %u of the echo is %#x, expected %#x", i,
+				buf[i], (uint8_t)(i * 31 + 7));
+	return fd;
+}
+
+static void psk_expect_fallback(int fd, uint32_t reason, const char *what)
+{
+	struct visock_info vi;
+
+	hu_get_info(fd, &vi);
+	vt_diag("%s: mode %u, fallback reason %s", what, vi.vi_mode,
+		hu_fb_name(vi.vi_fallback_reason));
+	vt_assert(vi.vi_mode == VISOCK_MODE_TCP &&
+		  vi.vi_fallback_reason == reason,
+		  "%s: mode %u reason %s, expected TCP with %s", what,
+		  vi.vi_mode, hu_fb_name(vi.vi_fallback_reason),
+		  hu_fb_name(reason));
+	vt_assert(!(vi.vi_flags & VISOCK_INFO_F_AUTH),
+		  "%s: a fallen-back connection says it is authenticated",
+		  what);
+}
+
+static void psk_auth(struct vt_ctx *c)
+{
+	char out[PSK_OUT];
+	struct visock_info vi;
+	long long ok0;
+	int fd, st;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 2);
+	ok0 = hu_proc("hs_auth_ok");
+	fd = psk_connect(c);
+	hu_expect_rdma(fd, "same key, auth required", &vi);
+	vt_assert(vi.vi_flags & VISOCK_INFO_F_AUTH,
+		  "RDMA, but the connection is not marked authenticated");
+	vt_diag("hs_auth_ok %lld -> %lld", ok0, hu_proc("hs_auth_ok"));
+	vt_assert(hu_proc("hs_auth_ok") >= ok0 + 1,
+		  "hs_auth_ok did not count the handshake");
+	st = psk_ctl_as(0, out, sizeof(out), "--json sockets --ino %lu",
+			hu_sock_ino(fd));
+	vt_assert(st == 0 && strstr(out, "\"auth\":true"),
+		  "visockctl sockets does not show the authentication: %.300s",
+		  out);
+	vt_sync(c, "checked");
+	close(fd);
+}
+
+static void psk_mismatch(struct vt_ctx *c)
+{
+	long long failed0;
+	int fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet", vt_is_client(c) ? PSK_A : PSK_B);
+	hu_sysctl_set("auth", 1);
+	failed0 = hu_proc("hs_auth_failed");
+	fd = psk_connect(c);
+	psk_expect_fallback(fd, VISOCK_FB_AUTH, vt_is_client(c) ?
+			    "client, other key" : "server, other key");
+	if (!vt_is_client(c))
+		vt_assert(hu_proc("hs_auth_failed") >= failed0 + 1,
+			  "hs_auth_failed did not count the REQ");
+	vt_sync(c, "checked");
+	close(fd);
+}
+
+static void psk_missing(struct vt_ctx *c)
+{
+	long long missing0;
+	int fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	if (vt_is_client(c)) {
+		hu_sysctl_set("auth", 0);
+	} else {
+		psk_add(1, "fleet-a", PSK_A);
+		hu_sysctl_set("auth", 2);
+	}
+	missing0 = hu_proc("hs_auth_missing");
+	fd = psk_connect(c);
+	psk_expect_fallback(fd, VISOCK_FB_AUTH_MISSING, vt_is_client(c) ?
+			    "client without a key" : "server requiring one");
+	if (!vt_is_client(c))
+		vt_assert(hu_proc("hs_auth_missing") >= missing0 + 1,
+			  "hs_auth_missing did not count the REQ");
+	vt_sync(c, "checked");
+	close(fd);
+}
+
+/* Neither the hex text nor any 8 bytes of it in @out. */
+static void psk_no_secret_in(const char *out, const char *what)
+{
+	char frag[17], up[17];
+	size_t i, j;
+
+	for (i = 0; i + 16 <= strlen(PSK_C); i += 2) {
+		memcpy(frag, PSK_C + i, 16);
+		frag[16] = '\0';
+		for (j = 0; j <= 16; j++)
+			up[j] = frag[j] >= 'a' && frag[j] <= 'f' ?
+				frag[j] - 'a' + 'A' : frag[j];
+		vt_assert(!strstr(out, frag) && !strstr(out, up),
+			  "%s shows the secret: %.300s", what, out);
+	}
+}
+
+static void psk_list_no_secret(struct vt_ctx *c)
+{
+	char out[PSK_OUT];
+	int st;
+
+	psk_clear();
+	psk_add(3, "fleet-c", PSK_C);
+	st = psk_ctl_as(0, out, sizeof(out), "key list");
+	vt_diag("key list: %s", out);
+	vt_assert(st == 0 && strstr(out, "fleet-c") && strstr(out, "3\t") &&
+		  strstr(out, "current"),
+		  "key list: exit %d, without id 3, its name or state: %.300s",
+		  st, out);
+	psk_no_secret_in(out, "key list");
+	st = psk_ctl_as(0, out, sizeof(out), "--json key list");
+	vt_assert(st == 0 && strstr(out, "\"id\":3"),
+		  "key list --json: exit %d: %.300s", st, out);
+	psk_no_secret_in(out, "key list --json");
+	vt_assert(hu_read_text("/proc/keys", out, sizeof(out)) >= 0 ||
+		  errno == ENOENT, "/proc/keys: %s", strerror(errno));
+	psk_no_secret_in(out, "/proc/keys");
+	st = psk_ctl_as(0, out, sizeof(out), "key del 3");
+	vt_assert(st == 0, "key del 3: exit %d: %.300s", st, out);
+	st = psk_ctl_as(0, out, sizeof(out), "key list");
+	vt_assert(st == 0 && !strstr(out, "fleet-c"),
+		  "key list after del: exit %d: %.300s", st, out);
+	vt_sync(c, "checked");
+}
+
+static void psk_unprivileged(struct vt_ctx *c)
+{
+	char path[64], out[PSK_OUT];
+	int st;
+
+	psk_clear();
+	psk_secret_file(path, sizeof(path), PSK_A);
+	st = psk_ctl_as(65534, out, sizeof(out),
+			"key add 9 name intruder secret-file %s", path);
+	unlink(path);
+	vt_diag("unprivileged key add: exit %d: %s", st, out);
+	vt_assert(st == 1 && strstr(out, "permission denied"),
+		  "unprivileged key add: exit %d, expected 1 and permission denied: %.300s",
+		  st, out);
+	st = psk_ctl_as(65534, out, sizeof(out), "key list");
+	vt_assert(st == 1 && strstr(out, "permission denied"),
+		  "unprivileged key list: exit %d: %.300s", st, out);
+	st = psk_ctl_as(0, out, sizeof(out), "key list");
+	vt_assert(st == 0 && !strstr(out, "intruder"),
+		  "key list: exit %d, or the key was added: %.300s", st, out);
+	vt_sync(c, "checked");
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -2197,6 +2495,12 @@ static const struct vt_test tests[] = {
 	  "a reused ring gets a new rkey: a late WRITE with the old one fails"),
 	T(memcg_rings, 300,
 	  "rings are charged to the socket's memory cgroup; over memory.max: TCP"),
+	T(psk_auth, 120, "same pre-shared key: RDMA, handshake authenticated"),
+	T(psk_mismatch, 120, "other pre-shared keys: TCP with reason AUTH"),
+	T(psk_missing, 120,
+	  "a key required, the peer has none: TCP with AUTH_MISSING"),
+	T(psk_list_no_secret, 60, "visockctl key list never shows the secret"),
+	T(psk_unprivileged, 60, "no key added or listed without CAP_NET_ADMIN"),
 };
 
 /*
@@ -2236,6 +2540,7 @@ static void (*const cleanups[])(const struct vt_ctx *c) = {
 	hostile_cleanup,
 	lt_cleanup,
 	mc_cleanup,
+	psk_cleanup,
 };
 
 static void security_cleanup(const struct vt_ctx *c)
@@ -2249,6 +2554,7 @@ static void security_cleanup(const struct vt_ctx *c)
 int main(int argc, char **argv)
 {
 	hu_sysctls_save(lt_saved, ARRAY_SIZE(lt_saved));
+	hu_sysctls_save(psk_saved, ARRAY_SIZE(psk_saved));
 	vt_set_cleanup(security_cleanup);
 	return vt_main(argc, argv, "visock_security", tests,
 		       ARRAY_SIZE(tests));
