@@ -85,7 +85,9 @@
  * @policy: destination policy rules; read under RCU, replaced under
  *	@pol_lock
  * @lgr_max_links: net.visock.lgr_max_links, QPs per link group
- * @lgr_link_conns: net.visock.lgr_link_conns, connections per QP
+ * @lgr_link_conns: net.visock.lgr_link_conns, connections per QP at most
+ * @lgr_link_conns_min: net.visock.lgr_link_conns_min, connections the
+ *	first QP of a link group takes (visock_lgr_qp_size())
  * @lgr_idle_ms: net.visock.lgr_idle_ms, idle time before a QP goes
  * @lgr_mem_max_mb: net.visock.lgr_mem_max_mb, ring memory limit
  * @lgr_keepalive_ms: net.visock.lgr_keepalive_ms, keepalive interval of
@@ -162,6 +164,7 @@ struct visock_net {
 	struct visock_policy_table __rcu *policy;
 	int lgr_max_links;
 	int lgr_link_conns;
+	int lgr_link_conns_min;
 	int lgr_idle_ms;
 	int lgr_mem_max_mb;
 	int lgr_keepalive_ms;

@@ -16,6 +16,24 @@
  * falls back to TCP.  A server only creates QPs when a client asks for a
  * new one and attaches connections to the QP the client names.
  *
+ * Sizes
+ * -----
+ * A QP's work queues, completion queue and cursor slots are sized for
+ * its @max_conns when it is created, and devices cannot add work
+ * requests to a QP later.  So a group grows by its QPs instead: its
+ * first QP takes net.visock.lgr_link_conns_min connections, each new
+ * one twice the largest the group has up, up to lgr_link_conns
+ * (visock_lgr_qp_size()).  Full QPs of the group smaller than the new
+ * one are retired (visock_lgr_outgrow()): they keep their connections,
+ * take no new ones and go once idle, and they no longer count against
+ * lgr_max_links, so a group that grew still gets lgr_max_links QPs of
+ * the full size; the QP caps below count them until they are freed.
+ * A server sizes the QP a client asks for the same way from all QPs of
+ * its own group, whatever their state: they include the server's end of
+ * every QP the client has up, so the server's end is at least as large
+ * as the client's, in whatever order the REQs arrive, as long as both
+ * hosts use the same lgr_link_conns_min and lgr_link_conns.
+ *
  * Whatever the groups allow, a namespace has at most
  * net.visock.lgr_peer_qps_max QPs with one peer host and lgr_qps_max in
  * all, counting every QP until it is freed (visock_lgr_qp_allowed()),
@@ -244,14 +262,74 @@ static bool visock_lgr_qp_allowed(struct visock_net *vn,
 	return n < peer_max;
 }
 
+/* Token indices in use: lingering connections keep theirs. */
+static unsigned int visock_qp_used(const struct visock_qp *q)
+{
+	return q->nconns + atomic_read(&q->nlinger);
+}
+
 /* A QP that can take one more connection.  Under lgr_lock. */
 static bool visock_qp_has_room(const struct visock_qp *q)
 {
 	lockdep_assert_held(&visock_net(q->net)->lgr_lock);
-	/* Lingering connections keep their token index. */
 	return q->state == VISOCK_QP_UP && !READ_ONCE(q->dying) &&
 	       !READ_ONCE(q->dead) && !test_bit(VISOCK_QP_BROKEN, &q->broken) &&
-	       q->nconns + atomic_read(&q->nlinger) < q->max_conns;
+	       visock_qp_used(q) < q->max_conns;
+}
+
+/*
+ * Connections a new QP of a group takes, @largest being the most any QP
+ * of the group takes now (0 if it has none): lgr_link_conns_min for the
+ * first, then twice the largest, never more than lgr_link_conns.
+ */
+static unsigned int visock_lgr_qp_size(struct visock_net *vn,
+				       unsigned int largest)
+{
+	unsigned int max = clamp_t(int, READ_ONCE(vn->lgr_link_conns), 1,
+				   VISOCK_LGR_CONNS_MAX);
+	unsigned int min = clamp_t(int, READ_ONCE(vn->lgr_link_conns_min), 1,
+				   max);
+
+	return clamp_t(unsigned int, 2 * largest, min, max);
+}
+
+/*
+ * The QPs of a group that a new QP of @size connections outgrows, and
+ * with @retire, retire them: a client's QPs that are up and full (they
+ * keep their connections, take no new one and go once idle), all of a
+ * server's that are smaller (they keep taking the connections the client
+ * names, see @superseded).  Neither counts against lgr_max_links any
+ * more.  Context: under the namespace's lgr_lock.
+ * Return: how many there are.
+ */
+static unsigned int visock_lgr_outgrow(struct visock_net *vn, bool server,
+				       const union ib_gid *gid,
+				       const union ib_gid *peer_addr,
+				       unsigned int size, bool retire)
+{
+	struct visock_qp *q;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&vn->lgr_lock);
+	list_for_each_entry(q, &vn->qps, net_node) {
+		if (!visock_qp_same_group(q, server, gid, peer_addr) ||
+		    READ_ONCE(q->dying) || READ_ONCE(q->dead) ||
+		    q->superseded || q->max_conns >= size)
+			continue;
+		if (!server && (q->state != VISOCK_QP_UP ||
+				visock_qp_used(q) < q->max_conns))
+			continue;
+		n++;
+		if (!retire)
+			continue;
+		if (server) {
+			q->superseded = true;
+		} else {
+			WRITE_ONCE(q->dying, true);
+			WRITE_ONCE(q->retired, true);
+		}
+	}
+	return n;
 }
 
 /*
@@ -269,7 +347,7 @@ static bool visock_qp_retire_full(struct visock_qp *q)
 	int linger = atomic_read(&q->nlinger);
 
 	lockdep_assert_held(&visock_net(q->net)->lgr_lock);
-	if (q->state != VISOCK_QP_UP || q->nconns + linger < q->max_conns ||
+	if (q->state != VISOCK_QP_UP || visock_qp_used(q) < q->max_conns ||
 	    linger < max_t(int, q->max_conns / 2, 1))
 		return false;
 	WRITE_ONCE(q->dying, true);
@@ -410,7 +488,7 @@ out:
 static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 				       bool server, const union ib_gid *gid,
 				       const union ib_gid *peer_addr,
-				       u8 ack_timeout)
+				       u8 ack_timeout, unsigned int max_conns)
 {
 	struct visock_qp *q;
 
@@ -439,8 +517,7 @@ static struct visock_qp *visock_qp_new(struct visock_net *vn, struct net *net,
 	q->gid = *gid;
 	q->peer_addr = *peer_addr;
 	q->ack_timeout = ack_timeout;
-	q->max_conns = clamp_t(int, READ_ONCE(vn->lgr_link_conns), 1,
-			       VISOCK_LGR_CONNS_MAX);
+	q->max_conns = max_conns;
 	q->state = VISOCK_QP_NEW;
 	atomic64_set(&q->wr_posted, 0);
 	atomic64_set(&q->wc_ok, 0);
@@ -508,8 +585,8 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 	struct visock_net *vn = visock_net(p->net);
 	const struct visock_hs_msg *req = p->req;
 	bool server = p->server;
+	unsigned int in_group = 0, max_links, largest = 0, size, room = 0;
 	struct visock_qp *q, *best = NULL;
-	unsigned int in_group = 0, max_links;
 	bool pending = false;
 
 	*created = false;
@@ -538,7 +615,15 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 			continue;
 		if (!server && visock_qp_retire_full(q))
 			continue;
-		in_group++;
+		/*
+		 * A client sizes from QPs that are up: the server set up
+		 * its end of each already, so its own group (any state)
+		 * yields at least this size however REQs cross.
+		 */
+		if (server || q->state == VISOCK_QP_UP)
+			largest = max(largest, q->max_conns);
+		if (!q->superseded)
+			in_group++;
 		if (req)
 			continue;
 		/* A server joins a lazy connection's QP only if it is up. */
@@ -546,30 +631,43 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 			continue;
 		if (q->state == VISOCK_QP_NEW || q->state == VISOCK_QP_INIT)
 			pending |= !READ_ONCE(q->dying);
+		/* The most room first: smaller QPs empty and go. */
 		if (visock_qp_has_room(q) &&
-		    (!best || q->nconns < best->nconns))
+		    q->max_conns - visock_qp_used(q) > room) {
+			room = q->max_conns - visock_qp_used(q);
 			best = q;
+		}
 	}
 	if (!best && ((req && req->lgr_id) || (server && !req))) {
 		/* A server sets up no QP without the client's REQ. */
 		best = ERR_PTR(-ENOLINK);
 	} else if (!best) {
+		size = visock_lgr_qp_size(vn, largest);
 		/*
 		 * A server keeps a few more than the client may want: QPs
-		 * the client gave up without telling us end by idling.
+		 * the client gave up without telling us end by idling.  A
+		 * full group that can still grow does, retiring QPs the
+		 * new one outgrows.
 		 */
-		if (in_group >= (server ? 2 * max_links : max_links)) {
+		max_links = server ? 2 * max_links : max_links;
+		if (in_group >= max_links &&
+		    (pending || in_group - visock_lgr_outgrow(vn, server, gid,
+							      peer_addr, size,
+							      false) >=
+				max_links)) {
 			best = ERR_PTR(pending ? -EINPROGRESS : -EBUSY);
 		} else if (!visock_lgr_qp_allowed(vn, peer_addr)) {
 			atomic64_inc(&vn->lgr_qps_capped);
 			best = ERR_PTR(-EDQUOT);
 		} else {
 			best = visock_qp_new(vn, p->net, server, gid, peer_addr,
-					     p->ack_timeout);
+					     p->ack_timeout, size);
 			if (!best)
 				best = ERR_PTR(-ENOMEM);
 		}
 		if (!IS_ERR(best)) {
+			visock_lgr_outgrow(vn, server, gid, peer_addr, size,
+					   true);
 			*created = true;
 			best->listed = true;
 			list_add_tail(&best->net_node, &vn->qps);

@@ -143,10 +143,15 @@ struct visock_qp_rx {
  *	visock_qp_retire_full()): the QP itself is healthy, so it still
  *	waits for its lingering connections' flags before it goes; cleared
  *	when it turns out not to be healthy (read locklessly)
+ * @superseded: a server's QP smaller than a newer QP of its group: it
+ *	still takes the connections the client names, but no longer counts
+ *	against the group's lgr_max_links (under lgr_lock)
  * @peer_deleted: the peer's delete link message arrived: its end goes,
  *	ours need not tell it (written in softirq, read locklessly)
  * @nconns: connections attached or being attached (under lgr_lock)
- * @max_conns: connections it may take
+ * @max_conns: connections it may take, chosen by its group when it is
+ *	created (visock_lgr_qp_size()), lowered to what the device allows
+ *	when its verbs objects are created; fixed from then on
  * @vcs: attached connections (struct visock_vc.qp_node)
  * @idle_work: destroys the QP once idle (see "Lifetime")
  * @nlinger: connections lingering on the QP (see visock_vc_destroy())
@@ -222,6 +227,7 @@ struct visock_qp {
 	bool listed;
 	bool dying;
 	bool retired;
+	bool superseded;
 	bool peer_deleted;
 	unsigned int nconns;
 	unsigned int max_conns;

@@ -79,7 +79,7 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra2		= (void *)&visock_lgr_links_max,
 	},
 	{
-		/* connections one new QP takes at most */
+		/* connections one QP takes at most */
 		.procname	= "lgr_link_conns",
 		.data		= NULL,	/* set per namespace */
 		.maxlen		= sizeof(int),
@@ -179,6 +179,20 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= (void *)&visock_auth_max,
 	},
+	{
+		/*
+		 * connections the first QP of a link group takes; each new
+		 * QP of a full group takes twice the largest, up to
+		 * lgr_link_conns
+		 */
+		.procname	= "lgr_link_conns_min",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= (void *)&visock_lgr_conns_max,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -210,6 +224,7 @@ int visock_sysctl_net_init(struct net *net)
 	vn->lgr_qps_max = 0;
 	vn->dgram_enable = 0;
 	vn->auth = VISOCK_AUTH_OFF;
+	vn->lgr_link_conns_min = VISOCK_LGR_LINK_CONNS_MIN_DEFAULT;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -229,6 +244,7 @@ int visock_sysctl_net_init(struct net *net)
 	table[11].data = &vn->lgr_qps_max;
 	table[12].data = &vn->dgram_enable;
 	table[13].data = &vn->auth;
+	table[14].data = &vn->lgr_link_conns_min;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);
