@@ -456,6 +456,10 @@ static int visock_genl_put_link(struct sk_buff *skb,
 	    visock_put_u64(skb, VISOCK_LINK_A_WC_OK, d->vdl_wc_ok,
 			   VISOCK_LINK_A_PAD) ||
 	    visock_put_u64(skb, VISOCK_LINK_A_WC_ERR, d->vdl_wc_err,
+			   VISOCK_LINK_A_PAD) ||
+	    nla_put_u32(skb, VISOCK_LINK_A_MAX_CONNS, d->vdl_max_conns) ||
+	    nla_put_u32(skb, VISOCK_LINK_A_CONNS, d->vdl_conns) ||
+	    visock_put_u64(skb, VISOCK_LINK_A_QUEUE_BYTES, d->vdl_queue_bytes,
 			   VISOCK_LINK_A_PAD))
 		return -EMSGSIZE;
 	return 0;

@@ -1079,7 +1079,8 @@ int visock_vc_post_write(struct visock_vc *l, u32 off, u32 len,
  * visock_vc_diag() - describe a connection's QP for socket diagnostics
  * @l: the vc
  * @d: filled in (device name, port, QP, state, GIDs, this connection's
- *	registered bytes, the QP's counters); the peer's QP number is the
+ *	registered bytes, the QP's size, queue bytes, connections and
+ *	counters); the peer's QP number is the
  *	owner's to fill in
  *
  * Context: process context; takes the QP's lock, so the caller may hold
@@ -1088,6 +1089,7 @@ int visock_vc_post_write(struct visock_vc *l, u32 off, u32 len,
 void visock_vc_diag(struct visock_vc *l, struct visock_diag_link *d)
 {
 	struct visock_qp *q = l->qp;
+	struct visock_vc *o;
 
 	memset(d, 0, sizeof(*d));
 	mutex_lock(&q->lock);
@@ -1112,6 +1114,10 @@ void visock_vc_diag(struct visock_vc *l, struct visock_diag_link *d)
 		d->vdl_reg_bytes += l->rbuf->size;
 	if (l->sbuf && l->sbuf->mr)
 		d->vdl_reg_bytes += l->sbuf->size;
+	d->vdl_queue_bytes = q->qp_bytes;
+	d->vdl_max_conns = q->max_conns;
+	list_for_each_entry(o, &q->vcs, qp_node)
+		d->vdl_conns++;
 	mutex_unlock(&q->lock);
 	d->vdl_wr_posted = atomic64_read(&q->wr_posted);
 	d->vdl_wc_ok = atomic64_read(&q->wc_ok);

@@ -179,6 +179,9 @@ static const struct attr_pol link_pol[VISOCK_LINK_A_MAX + 1] = {
 	[VISOCK_LINK_A_WC_OK]		= U64,
 	[VISOCK_LINK_A_WC_ERR]		= U64,
 	[VISOCK_LINK_A_SOCK]		= NEST,
+	[VISOCK_LINK_A_MAX_CONNS]	= U32,
+	[VISOCK_LINK_A_CONNS]		= U32,
+	[VISOCK_LINK_A_QUEUE_BYTES]	= U64,
 };
 
 static const struct attr_pol sock_pol[VISOCK_SOCK_A_MAX + 1] = {
@@ -885,6 +888,8 @@ struct link_rec {
 	unsigned int state;
 	uint8_t gid[16], peer_gid[16];
 	uint64_t reg_bytes, wr_posted, wc_ok, wc_err;
+	uint32_t max_conns, conns;
+	uint64_t queue_bytes;
 	struct sock_rec sock;
 };
 
@@ -927,6 +932,9 @@ static void parse_link(const struct nlattr *nest, struct link_rec *r)
 	r->wr_posted = attr_u64(t[VISOCK_LINK_A_WR_POSTED]);
 	r->wc_ok = attr_u64(t[VISOCK_LINK_A_WC_OK]);
 	r->wc_err = attr_u64(t[VISOCK_LINK_A_WC_ERR]);
+	r->max_conns = attr_u32(t[VISOCK_LINK_A_MAX_CONNS]);
+	r->conns = attr_u32(t[VISOCK_LINK_A_CONNS]);
+	r->queue_bytes = attr_u64(t[VISOCK_LINK_A_QUEUE_BYTES]);
 	parse_sock(t[VISOCK_LINK_A_SOCK], &r->sock);
 }
 
@@ -971,6 +979,7 @@ static void links_get(struct link_list *l)
 static void cmd_links(void)
 {
 	char gid[INET6_ADDRSTRLEN], pgid[INET6_ADDRSTRLEN], wrwc[48];
+	char conns[24];
 	struct link_list l;
 	size_t i;
 
@@ -1001,21 +1010,26 @@ static void cmd_links(void)
 			json_u64(&f, "wr_posted", k->wr_posted);
 			json_u64(&f, "wc_ok", k->wc_ok);
 			json_u64(&f, "wc_err", k->wc_err);
+			json_u64(&f, "max_conns", k->max_conns);
+			json_u64(&f, "conns", k->conns);
+			json_u64(&f, "queue_bytes", k->queue_bytes);
 			printf("}");
 			continue;
 		}
 		if (!i)
-			printf("%-8s %-4s %-7s %-8s %-7s %-24s %-24s %-10s %-12s %s\n",
+			printf("%-8s %-4s %-7s %-8s %-7s %-24s %-24s %-10s %-9s %-10s %-12s %s\n",
 			       "Device", "Port", "QPN", "PeerQPN", "State",
-			       "Local", "Peer", "RegBytes", "WR/WC",
-			       "PeerGID");
+			       "Local", "Peer", "RegBytes", "Conns",
+			       "QueueBytes", "WR/WC", "PeerGID");
 		snprintf(wrwc, sizeof(wrwc), "%" PRIu64 "/%" PRIu64,
 			 k->wr_posted, k->wc_ok + k->wc_err);
+		snprintf(conns, sizeof(conns), "%u/%u", k->conns,
+			 k->max_conns);
 		printf("%-8s %-4u %-7u %-8u %-7s %-24s %-24s %-10" PRIu64
-		       " %-12s %s\n",
+		       " %-9s %-10" PRIu64 " %-12s %s\n",
 		       k->dev[0] ? k->dev : "-", k->port, k->qpn, k->peer_qpn,
 		       link_state_name(k->state), k->sock.local, k->sock.peer,
-		       k->reg_bytes, wrwc, pgid);
+		       k->reg_bytes, conns, k->queue_bytes, wrwc, pgid);
 	}
 	if (json)
 		printf("%s]\n", l.n ? "\n" : "");

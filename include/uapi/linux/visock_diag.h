@@ -131,6 +131,12 @@ struct visock_diag_ring {
  * @vdl_wc_err: failed or flushed work completions
  * @vdl_peer_gid: the peer's GID, zero until the link is connected
  *	(appended; older modules send the structure without it)
+ * @vdl_queue_bytes: estimated bytes of the queue pair's work and
+ *	completion queues and cursor slots, charged to the namespace's
+ *	memory limit (appended, like the next two)
+ * @vdl_max_conns: connections the queue pair takes, fixed when it was
+ *	created
+ * @vdl_conns: connections attached to it, lingering ones included
  */
 struct visock_diag_link {
 	char	vdl_dev[VISOCK_DIAG_DEVNAME_LEN];
@@ -144,6 +150,9 @@ struct visock_diag_link {
 	__u64	vdl_wc_ok;
 	__u64	vdl_wc_err;
 	__u8	vdl_peer_gid[16];
+	__u64	vdl_queue_bytes;
+	__u32	vdl_max_conns;
+	__u32	vdl_conns;
 };
 
 /**
