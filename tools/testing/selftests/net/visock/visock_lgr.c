@@ -12,8 +12,9 @@
  * share		16 connections over at most net.visock.lgr_max_links
  *			QPs; later ones joined (lgr_qp_reused)
  * conns1000		1000 concurrent connections, each moving checksummed
- *			data over RDMA, on at most lgr_max_links QPs per
- *			host; prints the setup time ratios (not judged)
+ *			data over RDMA, within the QP cap per peer (the
+ *			group grows by larger QPs); prints the setup time
+ *			ratios (not judged)
  * churn		10000 connect/transfer/close cycles from 4 processes
  *			(VISOCK_TEST_CHURN_CYCLES; 1000 on a KASAN kernel);
  *			afterwards no connection, ring or QP is left once
@@ -31,6 +32,15 @@
  *			connection fall back with reason link_busy, intact
  * mem_limit		lgr_mem_max_mb=1: a connection whose rings do not
  *			fit falls back with reason buf_exhausted, intact
+ * qp_small		one connection: its QP (genl GET_LINKS) takes
+ *			lgr_link_conns_min connections and its queue bytes,
+ *			as charged (qp_queue_bytes), are far below those of
+ *			a QP for lgr_link_conns, on both hosts
+ * qp_grow		40 connections: a second QP twice as large, both
+ *			hosts; all carry checked data over RDMA
+ * qp_grow_cap		a group growing 4 -> 8 -> 16 under lgr_max_links=1
+ *			then link_busy; with lgr_peer_qps_max=2 the retired
+ *			QP still counts: qp_limit
  * multi_peer		connections from two addresses of the client
  *			(VISOCK_TEST_ALT_IP) are on separate QPs of the
  *			server: a link group per peer
@@ -117,6 +127,7 @@ static long long fb_report(const char *what, const long long *v0)
 static struct hu_saved_sysctl saved[] = {
 	{ "lgr_max_links", -1 }, { "lgr_link_conns", -1 },
 	{ "lgr_idle_ms", -1 }, { "lgr_mem_max_mb", -1 }, { "lazy_bytes", -1 },
+	{ "lgr_link_conns_min", -1 }, { "lgr_peer_qps_max", -1 },
 };
 
 static long long sysctl_get(const char *name)
@@ -306,13 +317,14 @@ static long long setup_rtt(struct vt_ctx *c, enum vt_family fam, int port,
 
 static void conns1000(struct vt_ctx *c)
 {
-	long long *us = NULL, tcp_us[NTCP], med, tcp_med, max_links;
+	long long *us = NULL, tcp_us[NTCP], med, tcp_med, max_links, peer_cap;
 	int *fds, i, port, tport, lfd, tlfd, qps;
 	char ch;
 
 	hu_need_rdma(c);
 	set_nofile(4 * NCONNS);
 	max_links = sysctl_get("lgr_max_links");
+	peer_cap = sysctl_get("lgr_peer_qps_max") ?: 8 * max_links;
 	if (vt_is_client(c)) {
 		/* Plain TCP first, for the ratio. */
 		tport = su_recv_port(c);
@@ -369,10 +381,15 @@ static void conns1000(struct vt_ctx *c)
 			  (unsigned long long)vi.vi_rdma_bytes_rcvd,
 			  (unsigned long long)pl_total(16 * KiB));
 	}
-	vt_diag("%d connections on %d QP(s) (limit %lld), lgr_connections %lld",
-		NCONNS, qps, max_links, hu_proc("lgr_connections"));
-	vt_assert(qps <= max_links, "%d QPs for %d connections, limit %lld",
-		  qps, NCONNS, max_links);
+	/*
+	 * The group grows by QPs twice as large, each full one retired by
+	 * the next but keeping its connections: at most lgr_max_links QPs
+	 * per size from lgr_link_conns_min up, and the peer cap.
+	 */
+	vt_diag("%d connections on %d QP(s) (max_links %lld, peer cap %lld), lgr_connections %lld",
+		NCONNS, qps, max_links, peer_cap, hu_proc("lgr_connections"));
+	vt_assert(qps <= peer_cap, "%d QPs for %d connections, peer cap %lld",
+		  qps, NCONNS, peer_cap);
 	vt_assert(hu_proc("lgr_connections") >= NCONNS,
 		  "lgr_connections %lld, expected at least %d",
 		  hu_proc("lgr_connections"), NCONNS);
@@ -720,21 +737,37 @@ static void pool_reuse(struct vt_ctx *c)
  * moves checksummed data.  Those that fell back must give @reason on
  * the client and @peer_reason (0: any) on the server.
  */
+#define LC_SYSCTLS	4
+
 struct limit_case {
 	const char *what;
 	int n;
 	int rcvbuf;
-	struct { const char *name; long long val; } sysctl[2];
+	struct { const char *name; long long val; } sysctl[LC_SYSCTLS];
 	unsigned int reason, peer_reason;
 };
+
+/*
+ * Set net.visock.@name if the module has it (a module without it runs
+ * the test with its own behaviour, which the test then judges).
+ */
+static void sysctl_try_set(const char *name, long long val)
+{
+	if (hu_sysctl(name) < 0) {
+		vt_diag("the module has no net.visock.%s", name);
+		return;
+	}
+	hu_sysctl_set(name, val);
+}
 
 static void limit_restore(const struct limit_case *lc)
 {
 	unsigned int i, j;
 
-	for (i = 0; i < 2 && lc->sysctl[i].name; i++)
+	for (i = 0; i < LC_SYSCTLS && lc->sysctl[i].name; i++)
 		for (j = 0; j < ARRAY_SIZE(saved); j++)
-			if (!strcmp(lc->sysctl[i].name, saved[j].name))
+			if (!strcmp(lc->sysctl[i].name, saved[j].name) &&
+			    saved[j].val >= 0)
 				hu_sysctl_set(saved[j].name, saved[j].val);
 }
 
@@ -746,6 +779,9 @@ static void fresh_group(void)
 		  hu_proc("qps"));
 	vt_assert(hu_proc_wait("registered_bytes", 0, 5000) == 0,
 		  "%lld bytes still registered", hu_proc("registered_bytes"));
+	/* QPs off the list count against the QP caps until freed. */
+	vt_assert(hu_proc_wait("qp_queue_bytes", 0, 10000) == 0,
+		  "%lld queue bytes still charged", hu_proc("qp_queue_bytes"));
 }
 
 /* Returns how many connections are on RDMA, *@fb how many fell back. */
@@ -759,8 +795,8 @@ static int limit_run(struct vt_ctx *c, const struct limit_case *lc, int *fb)
 	*fb = 0;
 	if (vt_is_client(c)) {
 		fresh_group();
-		for (i = 0; i < 2 && lc->sysctl[i].name; i++)
-			hu_sysctl_set(lc->sysctl[i].name, lc->sysctl[i].val);
+		for (i = 0; i < LC_SYSCTLS && lc->sysctl[i].name; i++)
+			sysctl_try_set(lc->sysctl[i].name, lc->sysctl[i].val);
 		hu_sysctl_set("lgr_idle_ms", 10000);
 		vt_sync(c, "prepared");
 		port = su_recv_port(c);
@@ -830,6 +866,258 @@ static void mem_limit(struct vt_ctx *c)
 
 	vt_assert(rdma >= 1 && fb >= 1,
 		  "%d on RDMA, %d fell back: expected both", rdma, fb);
+}
+
+/* ---- qp_small, qp_grow, qp_grow_cap: QPs sized by their group ---- */
+
+/*
+ * A QP for lgr_link_conns 512 has about 9.3 MiB of queues, one for 16
+ * connections about 330 KiB.
+ */
+#define QP_SMALL_BYTES	(1024 * KiB)
+#define QP_MIN		16	/* lgr_link_conns_min of the tests */
+#define QP_MAX		512	/* lgr_link_conns of the tests */
+#define NGROW		40	/* more than a QP of QP_MIN takes */
+#define QP_ROWS		64
+#define LINKS_OUT	(512 * 1024)
+
+/* A QP as `visockctl links --json` shows it. */
+struct qp_row {
+	unsigned long long qpn, max_conns, conns, queue_bytes;
+};
+
+/* The number after "@key": in @obj, 0 if missing. */
+static unsigned long long json_num(const char *obj, const char *key)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(obj, k);
+	if (!p)
+		return 0;
+	p += strlen(k);
+	while (*p == ' ')
+		p++;
+	return strtoull(p, NULL, 10);
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct qp_row *x = a, *y = b;
+
+	return (x->max_conns > y->max_conns) - (x->max_conns < y->max_conns);
+}
+
+/*
+ * The distinct QPs of this host's links (genl GET_LINKS through
+ * `visockctl links --json`), smallest first; returns their number.
+ */
+static int qp_rows(struct qp_row *rows, int max)
+{
+	char cmd[512], *out = malloc(LINKS_OUT), *p, *e;
+	int i, n = 0, st;
+	size_t len = 0;
+	FILE *f;
+
+	vt_assert(out, "out of memory");
+	snprintf(cmd, sizeof(cmd), "%s links --json 2>&1",
+		 hu_visockctl_path());
+	f = popen(cmd, "r");
+	vt_assert(f, "popen(%s): %s", cmd, strerror(errno));
+	while (len + 1 < LINKS_OUT) {
+		size_t k = fread(out + len, 1, LINKS_OUT - 1 - len, f);
+
+		if (!k)
+			break;
+		len += k;
+	}
+	out[len] = '\0';
+	st = pclose(f);
+	vt_assert(WIFEXITED(st) && !WEXITSTATUS(st),
+		  "visockctl links --json: status %d: %.300s", st, out);
+	for (p = strchr(out, '{'); p; p = strchr(e, '{')) {
+		struct qp_row r;
+
+		e = strchr(p, '}');
+		vt_assert(e, "visockctl links --json: no end: %.300s", p);
+		*e++ = '\0';
+		r.qpn = json_num(p, "qpn");
+		r.max_conns = json_num(p, "max_conns");
+		r.conns = json_num(p, "conns");
+		r.queue_bytes = json_num(p, "queue_bytes");
+		for (i = 0; i < n; i++)
+			if (rows[i].qpn == r.qpn)
+				break;
+		if (i < n || !r.qpn)
+			continue;
+		vt_assert(n < max, "more than %d QPs", max);
+		rows[n++] = r;
+	}
+	free(out);
+	qsort(rows, n, sizeof(*rows), cmp_row);
+	return n;
+}
+
+static void qp_rows_diag(const char *what, const struct qp_row *r, int n)
+{
+	char buf[1024] = "";
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < n && len < sizeof(buf); i++)
+		len += snprintf(buf + len, sizeof(buf) - len,
+				" [qpn %llu: %llu/%llu connections, %llu queue bytes]",
+				r[i].qpn, r[i].conns, r[i].max_conns,
+				r[i].queue_bytes);
+	vt_diag("%s: %d QP(s)%s; qp_queue_bytes %lld", what, n, buf,
+		hu_proc("qp_queue_bytes"));
+}
+
+/*
+ * Both hosts: no QP left, and the sizes of the tests (a module without
+ * lgr_link_conns_min sizes every QP for lgr_link_conns).
+ */
+static void qp_fresh(struct vt_ctx *c)
+{
+	vt_sync(c, "fresh: start");
+	fresh_group();
+	sysctl_try_set("lgr_link_conns_min", QP_MIN);
+	hu_sysctl_set("lgr_link_conns", QP_MAX);
+	hu_sysctl_set("lgr_idle_ms", 10000);
+	vt_sync(c, "fresh: done");
+}
+
+/*
+ * qp_small: the first QP of a group is small, on both hosts: one
+ * connection's QP takes lgr_link_conns_min connections and its queues
+ * (what genl shows and what the namespace is charged) stay far below
+ * those of a QP for lgr_link_conns.
+ */
+static void qp_small(struct vt_ctx *c)
+{
+	struct qp_row r[QP_ROWS];
+	struct visock_info vi;
+	long long qmem;
+	int fd, n;
+
+	hu_need_rdma(c);
+	qp_fresh(c);
+	fd = su_pair(c);
+	su_xfer(&fd, 1, 64 * KiB, XFER_MS);
+	hu_expect_rdma(fd, "the connection", &vi);
+	n = qp_rows(r, QP_ROWS);
+	qmem = hu_proc("qp_queue_bytes");
+	qp_rows_diag("1 connection", r, n);
+	vt_assert(n == 1 && r[0].qpn == vi.vi_local_qpn,
+		  "%d QPs listed, expected the connection's (qpn %u)", n,
+		  vi.vi_local_qpn);
+	vt_assert(r[0].max_conns == QP_MIN,
+		  "the QP takes %llu connections, expected lgr_link_conns_min %d",
+		  r[0].max_conns, QP_MIN);
+	vt_assert(r[0].conns == 1, "the QP has %llu connections, expected 1",
+		  r[0].conns);
+	vt_assert(qmem > 0 && qmem < (long long)QP_SMALL_BYTES,
+		  "%lld queue bytes charged for one connection, expected less than %llu",
+		  qmem, QP_SMALL_BYTES);
+	vt_assert(r[0].queue_bytes == (unsigned long long)qmem,
+		  "the QP shows %llu queue bytes, the namespace is charged %lld",
+		  r[0].queue_bytes, qmem);
+	vt_sync(c, "checked");
+	close(fd);
+	settle(c);
+}
+
+/*
+ * qp_grow: NGROW connections, more than the first QP takes: the group
+ * grows by a QP twice as large, on both hosts; every connection carries
+ * checked data over RDMA, the first QP keeps its connections, and the
+ * queue bytes charged are exactly those the QPs show.
+ */
+static void qp_grow(struct vt_ctx *c)
+{
+	unsigned long long sum = 0, conns = 0;
+	struct qp_row r[QP_ROWS];
+	int *fds, i, port, n, qps;
+	long long qmem;
+
+	hu_need_rdma(c);
+	qp_fresh(c);
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		fds = calloc(NGROW, sizeof(*fds));
+		vt_assert(fds, "out of memory");
+		for (i = 0; i < NGROW; i++)
+			fds[i] = su_connect(c, VT_FAMILY_VISOCK, false, port);
+	} else {
+		fds = accept_n(c, NGROW, false);
+	}
+	vt_sync(c, "connected");
+	su_xfer(fds, NGROW, 64 * KiB, XFER_MS);
+	qps = count_qps(fds, NGROW, "connection");
+	n = qp_rows(r, QP_ROWS);
+	qmem = hu_proc("qp_queue_bytes");
+	qp_rows_diag("40 connections", r, n);
+	for (i = 0; i < n; i++) {
+		sum += r[i].queue_bytes;
+		conns += r[i].conns;
+	}
+	vt_assert(n == qps, "genl lists %d QPs, the connections are on %d",
+		  n, qps);
+	vt_assert(n == 2, "%d connections on %d QP(s), expected 2", NGROW, n);
+	vt_assert(r[0].max_conns == QP_MIN && r[0].conns == QP_MIN,
+		  "the first QP has %llu/%llu connections, expected %d/%d",
+		  r[0].conns, r[0].max_conns, QP_MIN, QP_MIN);
+	vt_assert(r[1].max_conns == 2 * QP_MIN &&
+		  r[1].conns == NGROW - QP_MIN,
+		  "the second QP has %llu/%llu connections, expected %d/%d",
+		  r[1].conns, r[1].max_conns, NGROW - QP_MIN, 2 * QP_MIN);
+	vt_assert(r[1].queue_bytes > r[0].queue_bytes,
+		  "the larger QP has %llu queue bytes, the smaller %llu",
+		  r[1].queue_bytes, r[0].queue_bytes);
+	vt_assert(sum == (unsigned long long)qmem && conns == NGROW,
+		  "the QPs show %llu queue bytes and %llu connections, the namespace is charged %lld for %d",
+		  sum, conns, qmem, NGROW);
+	vt_sync(c, "checked");
+	for (i = 0; i < NGROW; i++)
+		close(fds[i]);
+	free(fds);
+	settle(c);
+}
+
+/*
+ * qp_grow_cap: the caps hold while a group grows.  With lgr_max_links 1
+ * the group grows 4 -> 8 -> 16 connections (lgr_link_conns), each full
+ * QP retired by the next, and then is full: 28 connections on RDMA, the
+ * rest link_busy.  With lgr_peer_qps_max 2 as well the retired QP of 4
+ * still counts: 4 + 8 on RDMA, the rest qp_limit.
+ */
+static void qp_grow_cap(struct vt_ctx *c)
+{
+	static const struct limit_case grow = {
+		.what = "lgr_max_links=1, lgr_link_conns_min=4, lgr_link_conns=16",
+		.n = 30,
+		.sysctl = { { "lgr_max_links", 1 }, { "lgr_link_conns_min", 4 },
+			    { "lgr_link_conns", 16 } },
+		.reason = VISOCK_FB_LINK_BUSY,
+	};
+	static const struct limit_case peer = {
+		.what = "the same with lgr_peer_qps_max=2",
+		.n = 14,
+		.sysctl = { { "lgr_max_links", 1 }, { "lgr_link_conns_min", 4 },
+			    { "lgr_link_conns", 16 }, { "lgr_peer_qps_max", 2 } },
+		.reason = VISOCK_FB_QP_LIMIT,
+	};
+	int fb, rdma;
+
+	rdma = limit_run(c, &grow, &fb);
+	vt_assert(rdma == 28 && fb == 2,
+		  "%d connections on RDMA, %d fell back, expected 28 and 2",
+		  rdma, fb);
+	rdma = limit_run(c, &peer, &fb);
+	vt_assert(rdma == 12 && fb == 2,
+		  "%d connections on RDMA, %d fell back, expected 12 and 2",
+		  rdma, fb);
 }
 
 /* ---- multi_peer ---- */
@@ -1874,6 +2162,9 @@ static const struct vt_test tests[] = {
 	T(pool_reuse, 120, "a closed connection's rings serve the next one"),
 	T(group_full, 120, "a full link group: link_busy, data intact"),
 	T(mem_limit, 120, "the ring memory limit: buf_exhausted, data intact"),
+	T(qp_small, 120, "a group's first QP is small: lgr_link_conns_min"),
+	T(qp_grow, 180, "a full group grows by a QP twice as large"),
+	T(qp_grow_cap, 240, "a growing group keeps lgr_max_links and the peer cap"),
 	T(multi_peer, 120, "the server has a link group per client address"),
 	T(stale_token, 120, "a cursor message with a stale token: dropped, counted"),
 	T(unknown_token, 120, "a cursor message for an unused index: dropped, counted"),

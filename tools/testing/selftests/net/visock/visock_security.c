@@ -721,6 +721,7 @@ static void diag_stalled_server(struct vt_ctx *c)
 #define LGR_MAX_LINKS	HU_SYSCTL_DIR "lgr_max_links"
 #define LGR_PEER_QPS	HU_SYSCTL_DIR "lgr_peer_qps_max"
 #define LGR_MEM_MAX	HU_SYSCTL_DIR "lgr_mem_max_mb"
+#define LGR_CONNS_MIN	HU_SYSCTL_DIR "lgr_link_conns_min"
 #define FO_LEN		16		/* failover message */
 #define MSG_MS		10000		/* a message the server owes */
 #define LAZY_L		4096		/* lazy_bytes of decline_foreign_qp */
@@ -841,6 +842,8 @@ static void hostile_cleanup(const struct vt_ctx *c)
 		hu_write_ll(LGR_MEM_MAX, 256);
 	if (hu_read_ll(LGR_PEER_QPS) == 65536)
 		hu_write_ll(LGR_PEER_QPS, 0);
+	if (hu_read_ll(LGR_CONNS_MIN) == 512)
+		hu_write_ll(LGR_CONNS_MIN, 16);
 }
 
 /* Client: the hook exists here and the server can run RDMA. */
@@ -1250,13 +1253,14 @@ static void hostile_handshakes(struct vt_ctx *c)
 /*
  * qp_mem_budget: the queues of a QP count in the namespace's memory
  * budget.  With net.visock.lgr_mem_max_mb=8 on the server, a QP sized
- * for lgr_link_conns (512: about 9 MiB of queues) does not fit, while a
- * connection's rings (128 KiB) would: a REQ for a new QP is declined
- * with BUF_EXHAUSTED and nothing stays charged.
+ * for 512 connections (lgr_link_conns_min 512 there: about 9 MiB of
+ * queues) does not fit, while a connection's rings (128 KiB) would: a
+ * REQ for a new QP is declined with BUF_EXHAUSTED and nothing stays
+ * charged.
  */
 static void qp_mem_budget(struct vt_ctx *c)
 {
-	long long saved, saved_cap;
+	long long saved, saved_cap, saved_min;
 	struct hparams rp;
 	struct rawdec d;
 	struct hmsg m;
@@ -1272,11 +1276,15 @@ static void qp_mem_budget(struct vt_ctx *c)
 		hu_set_ll(LGR_PEER_QPS, 65536);
 		saved = hu_read_ll(LGR_MEM_MAX);
 		hu_set_ll(LGR_MEM_MAX, 8);
+		/* The group's first QP as large as lgr_link_conns (512). */
+		saved_min = hu_read_ll(LGR_CONNS_MIN);
+		hu_set_ll(LGR_CONNS_MIN, 512);
 		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
 		su_send_port(c, lfd);
 		vt_expect(c, "answered");
 		hu_set_ll(LGR_MEM_MAX, saved);
 		hu_set_ll(LGR_PEER_QPS, saved_cap);
+		hu_set_ll(LGR_CONNS_MIN, saved_min);
 		vt_assert(hu_proc_wait("registered_bytes", 0, 5000) == 0,
 			  "%lld ring bytes still charged",
 			  hu_proc("registered_bytes"));
