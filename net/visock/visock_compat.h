@@ -54,6 +54,28 @@
  * at the next call that needs them.  The flag was a #define at first and
  * is an enum constant in newer kernels (7.x), so #ifdef cannot see it.
  */
+/*
+ * SOF_TIMESTAMPING_OPT_RX_FILTER (6.5+, an enum constant): with it, a
+ * software receive timestamp is reported only to sockets that asked for
+ * SOF_TIMESTAMPING_RX_SOFTWARE themselves.  Older kernels report it to
+ * every socket with SOF_TIMESTAMPING_SOFTWARE.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+#define VISOCK_TS_OPT_RX_FILTER	SOF_TIMESTAMPING_OPT_RX_FILTER
+#else
+#define VISOCK_TS_OPT_RX_FILTER	0
+#endif
+
+/*
+ * struct scm_timestamping_internal holds struct timespec64 stamps on
+ * older kernels and ktime_t ones on newer (7.x) kernels.
+ * visock_tss_set_sw() stores the software stamp @kt in either form,
+ * chosen by the type of the field.
+ */
+#define visock_tss_set_sw(tss, kt)					\
+	((tss)->ts[0] = _Generic((tss)->ts[0], ktime_t : (kt),		\
+				 struct timespec64 : ktime_to_timespec64(kt)))
+
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
 #define VISOCK_HAVE_CUSTOM_SOCKOPT	1
 #else

@@ -335,6 +335,7 @@ static void visock_fo_rx(struct visock_dp *dp, struct socket *tcp)
 			dp->peer_done = true;
 		} else {
 			visock_cursor_add(&dp->rx_prod, dp->rx_size, ret);
+			visock_rx_stamp_locked(dp);
 		}
 		spin_unlock_bh(&dp->lock);
 		if (ret)

@@ -56,6 +56,20 @@ static inline bool visock_dp_alive(u8 state)
 	       state == VISOCK_DP_TCP;
 }
 
+/* How many receive timestamps a connection keeps. */
+#define VISOCK_RX_STAMPS	8
+
+/**
+ * struct visock_rx_stamp - when a range of the byte stream arrived
+ * @end: stream position just after the range: struct visock_dp.rx_read
+ *	plus the unread bytes when it arrived
+ * @at: wall clock time the receive completion was handled, 0 if unused
+ */
+struct visock_rx_stamp {
+	u64 end;
+	ktime_t at;
+};
+
 /**
  * struct visock_dp - RDMA data path state of one connection
  * @lock: protects everything below that is not marked constant or
@@ -110,6 +124,10 @@ static inline bool visock_dp_alive(u8 state)
  * @peer_closed: the peer closed its socket
  * @bytes_sent: payload bytes posted in RDMA WRITEs
  * @bytes_rcvd: payload bytes the peer wrote into @rbuf
+ * @rx_stamp: when the last VISOCK_RX_STAMPS writes of the peer
+ *	completed, each with @bytes_rcvd after it (receive timestamps)
+ * @rx_stamp_next: the entry of @rx_stamp the next write fills
+ * @rx_read: bytes recvmsg() consumed from @rbuf, over RDMA and failover
  * @wr_posted: send work requests posted (WRITEs and cursor messages)
  * @wc: completions handled (send and receive)
  * @cdc_sent: cursor messages sent
@@ -195,6 +213,9 @@ struct visock_dp {
 
 	u64 bytes_sent;
 	u64 bytes_rcvd;
+	struct visock_rx_stamp rx_stamp[VISOCK_RX_STAMPS];
+	u32 rx_stamp_next;
+	u64 rx_read;
 	u64 wr_posted;
 	u64 wc;
 	u64 cdc_sent;
@@ -303,6 +324,7 @@ void visock_rx_event(void *ctx, const struct visock_rx_ev *ev);
 int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 		      size_t len, int flags);
 u32 visock_rx_avail_locked(const struct visock_dp *dp);
+void visock_rx_stamp_locked(struct visock_dp *dp);
 void visock_rx_check_update_locked(struct visock_dp *dp);
 
 #endif /* _NET_VISOCK_RDMA_H */

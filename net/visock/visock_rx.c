@@ -27,12 +27,26 @@
  * over to TCP.  The ring memory stays valid until the vc is destroyed,
  * so data already received can be read after the QP died.
  *
+ * What recvmsg() reports besides the bytes follows tcp_recvmsg(): with
+ * TCP_INQ set on the socket a TCP_CM_INQ control message with the bytes
+ * still unread (1 at end of file), and with SO_TIMESTAMP(NS)(_NEW) or
+ * SO_TIMESTAMPING (software, receive) the time the last byte read
+ * arrived.  TCP stamps the segment that carried the byte when the
+ * network stack received it; here it is the time the receive completion
+ * of the RDMA WRITE that carried the byte (or, after a failover, the
+ * copy from TCP into the ring) was handled.  Only the last
+ * VISOCK_RX_STAMPS arrivals are remembered: a byte that arrived before
+ * them gets the oldest of them, a later time than its own.
+ *
  * Locking: see visock_tx.c.  The handler takes only struct
  * visock_dp.lock (and, inside it, the QP's post_lock).  recvmsg() copies
  * to user memory without that lock: bytes between @rx_cons and @rx_prod
  * are not overwritten before we report them consumed.
  */
+#include <linux/net_tstamp.h>
 #include <linux/sched/signal.h>
+#include <linux/tcp.h>
+#include <linux/time64.h>
 #include <linux/uio.h>
 #include <net/sock.h>
 
@@ -50,6 +64,48 @@ u32 visock_rx_avail_locked(const struct visock_dp *dp)
 {
 	lockdep_assert_held(&dp->lock);
 	return visock_ring_used(dp->rx_size, &dp->rx_prod, &dp->rx_cons);
+}
+
+/**
+ * visock_rx_stamp_locked() - note the time new bytes reached the ring
+ * @dp: data path state; @rx_prod already includes the new bytes
+ *
+ * Called for every RDMA WRITE of the peer and for every copy from TCP
+ * into the ring after a failover; recvmsg() reports these times as
+ * receive timestamps.
+ *
+ * Context: under @dp->lock.
+ */
+void visock_rx_stamp_locked(struct visock_dp *dp)
+{
+	struct visock_rx_stamp *st;
+
+	lockdep_assert_held(&dp->lock);
+	st = &dp->rx_stamp[dp->rx_stamp_next];
+	dp->rx_stamp_next = (dp->rx_stamp_next + 1) % VISOCK_RX_STAMPS;
+	st->end = dp->rx_read + visock_rx_avail_locked(dp);
+	st->at = ktime_get_real();
+}
+
+/*
+ * When the byte just before stream position @pos arrived: the first
+ * remembered arrival that ends at or after @pos; 0 if there is none.
+ */
+static ktime_t visock_rx_stamp_of_locked(const struct visock_dp *dp, u64 pos)
+{
+	const struct visock_rx_stamp *best = NULL;
+	int i;
+
+	lockdep_assert_held(&dp->lock);
+	for (i = 0; i < VISOCK_RX_STAMPS; i++) {
+		const struct visock_rx_stamp *st = &dp->rx_stamp[i];
+
+		if (!st->at || st->end < pos)
+			continue;
+		if (!best || st->end < best->end)
+			best = st;
+	}
+	return best ? best->at : 0;
 }
 
 /**
@@ -93,6 +149,7 @@ static void visock_rx_data_locked(struct visock_dp *dp, u32 imm,
 		goto bad;
 	visock_vc_rbuf_sync_for_cpu(dp->vc, dp->rx_prod.count, bytes);
 	dp->rx_prod = next;
+	visock_rx_stamp_locked(dp);
 	dp->credits += credits;
 	dp->bytes_rcvd += bytes;
 	VISOCK_STAT_ADD(&dp->vsk->sk, rdma_bytes_rcvd, bytes);
@@ -181,6 +238,78 @@ static size_t visock_rx_copy(struct visock_dp *dp, u32 off, u32 n,
 	return got;
 }
 
+/* The receive timestamp control messages, as tcp_recvmsg() sends them. */
+static void visock_rx_put_stamp(struct sock *sk, struct msghdr *msg,
+				ktime_t at)
+{
+	u32 tsflags = READ_ONCE(sk->sk_tsflags);
+	bool new = sock_flag(sk, SOCK_TSTAMP_NEW);
+	struct timespec64 ts = ktime_to_timespec64(at);
+
+	if (sock_flag(sk, SOCK_RCVTSTAMP)) {
+		bool ns = sock_flag(sk, SOCK_RCVTSTAMPNS);
+
+		if (ns && new) {
+			struct __kernel_timespec v = {
+				.tv_sec = ts.tv_sec, .tv_nsec = ts.tv_nsec,
+			};
+
+			put_cmsg(msg, SOL_SOCKET, SO_TIMESTAMPNS_NEW,
+				 sizeof(v), &v);
+		} else if (ns) {
+			struct __kernel_old_timespec v = {
+				.tv_sec = ts.tv_sec, .tv_nsec = ts.tv_nsec,
+			};
+
+			put_cmsg(msg, SOL_SOCKET, SO_TIMESTAMPNS_OLD,
+				 sizeof(v), &v);
+		} else if (new) {
+			struct __kernel_sock_timeval v = {
+				.tv_sec = ts.tv_sec,
+				.tv_usec = ts.tv_nsec / NSEC_PER_USEC,
+			};
+
+			put_cmsg(msg, SOL_SOCKET, SO_TIMESTAMP_NEW,
+				 sizeof(v), &v);
+		} else {
+			struct __kernel_old_timeval v = {
+				.tv_sec = ts.tv_sec,
+				.tv_usec = ts.tv_nsec / NSEC_PER_USEC,
+			};
+
+			put_cmsg(msg, SOL_SOCKET, SO_TIMESTAMP_OLD,
+				 sizeof(v), &v);
+		}
+	}
+	if ((tsflags & SOF_TIMESTAMPING_SOFTWARE) &&
+	    ((tsflags & SOF_TIMESTAMPING_RX_SOFTWARE) ||
+	     !(tsflags & VISOCK_TS_OPT_RX_FILTER))) {
+		struct scm_timestamping_internal tss = {};
+
+		visock_tss_set_sw(&tss, at);
+		if (new)
+			put_cmsg_scm_timestamping64(msg, &tss);
+		else
+			put_cmsg_scm_timestamping(msg, &tss);
+	}
+}
+
+/*
+ * Unread bytes for TCP_INQ, as TCP counts them: 1 instead of 0 at end of
+ * file, so that the application reads on and sees it.
+ */
+static int visock_rx_inq(struct visock_dp *dp)
+{
+	int inq;
+
+	spin_lock_bh(&dp->lock);
+	inq = visock_rx_avail_locked(dp);
+	if (!inq && (dp->peer_done || !visock_dp_alive(dp->state)))
+		inq = 1;
+	spin_unlock_bh(&dp->lock);
+	return inq;
+}
+
 /**
  * visock_rx_recvmsg() - recvmsg() of a connection in RDMA mode
  * @vsk: socket
@@ -194,6 +323,9 @@ static size_t visock_rx_copy(struct visock_dp *dp, u32 off, u32 n,
  * was copied, 0 at end of file (the peer's done_writing was received and
  * everything before it read, or shutdown(SHUT_RD)), or a pending error
  * (ECONNRESET) once.
+ * Then, also like TCP, adds the control messages the socket asked for:
+ * TCP_CM_INQ (TCP_INQ set on the internal TCP socket, where
+ * setsockopt() puts it) and receive timestamps of the last byte read.
  *
  * Context: process context, no lock held.
  * Return: bytes received or a negative errno.
@@ -208,7 +340,8 @@ int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 	struct visock_cursor pos;
 	unsigned int wake = 0;
 	size_t copied = 0;
-	bool eof, dead;
+	bool eof, dead, inq;
+	u64 start, end = 0;
 	u32 avail, n;
 	long timeo;
 	int target;
@@ -217,6 +350,9 @@ int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 	if (flags & MSG_ERRQUEUE)
 		return -EAGAIN;
 	len = min_t(size_t, len, INT_MAX);
+	inq = tcp_sk(vsk->tcp->sk)->recvmsg_inq;
+	if (inq)
+		msg->msg_get_inq = 1;
 	timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
 	target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
 
@@ -226,6 +362,7 @@ int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 		spin_lock_bh(&dp->lock);
 		avail = visock_rx_avail_locked(dp);
 		pos = dp->rx_cons;
+		start = dp->rx_read;
 		if (peek) {
 			/* Only this reader moves @rx_cons: it is stable. */
 			avail -= min_t(size_t, avail, copied);
@@ -241,9 +378,12 @@ int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 			n = want;
 			if (!(flags & MSG_TRUNC))
 				n = visock_rx_copy(dp, pos.count, want, msg);
+			if (n)
+				end = start + (peek ? copied : 0) + n;
 			if (n && !peek) {
 				spin_lock_bh(&dp->lock);
 				visock_cursor_add(&dp->rx_cons, dp->rx_size, n);
+				dp->rx_read += n;
 				visock_rx_check_update_locked(dp);
 				visock_tx_push_locked(dp, &wake);
 				spin_unlock_bh(&dp->lock);
@@ -275,5 +415,25 @@ int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 	}
 	remove_wait_queue(sk_sleep(sk), &wait);
 	release_sock(sk);
-	return copied ? copied : err;
+	if (copied)
+		err = copied;
+	if (err < 0)
+		return err;
+	if (end && (sock_flag(sk, SOCK_RCVTSTAMP) ||
+		    (READ_ONCE(sk->sk_tsflags) & SOF_TIMESTAMPING_SOFTWARE))) {
+		ktime_t at;
+
+		spin_lock_bh(&dp->lock);
+		at = visock_rx_stamp_of_locked(dp, end);
+		spin_unlock_bh(&dp->lock);
+		if (at)
+			visock_rx_put_stamp(sk, msg, at);
+	}
+	if (msg->msg_get_inq) {
+		msg->msg_inq = visock_rx_inq(dp);
+		if (inq)
+			put_cmsg(msg, SOL_TCP, TCP_CM_INQ, sizeof(msg->msg_inq),
+				 &msg->msg_inq);
+	}
+	return err;
 }
