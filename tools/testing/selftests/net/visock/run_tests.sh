@@ -153,7 +153,7 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
 	visock_lgr visock_stress visock_fault visock_preload_test visock_ctl \
-	visock_redirect_test visock_security visock_dgram; do
+	visock_redirect_test visock_security visock_dgram visock_api; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -207,6 +207,7 @@ add_test redirect.show
 add_test redirect.unload
 list_prog hs visock_hs
 list_prog dp visock_dp
+list_prog api visock_api
 list_prog lgr visock_lgr
 list_prog stress visock_stress
 list_prog fault visock_fault
@@ -340,7 +341,7 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*|lgr.*|stress.*|fault.*|ctl.*|\
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|api.*|lgr.*|stress.*|fault.*|ctl.*|\
 	redirect.*|apps.*|dgram.*|dgram_udp.*|\
 	preload.*|preload_hs.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
@@ -927,12 +928,13 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp lgr stress fault security ctl stream_hs stream_hslo apps; do
+		for g in hs dp api lgr stress fault security ctl stream_hs stream_hslo apps; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
+	   ! group_selected api &&
 	   ! group_selected lgr && ! group_selected stress &&
 	   ! group_selected fault && ! group_selected security &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
@@ -956,8 +958,8 @@ hs_pass() {
 	# hs.rdma_ready decides about dp and stream_hs: run it even if not
 	# picked.
 	EXTRA_PICKS=()
-	if group_selected dp || group_selected lgr || group_selected stress ||
-	   group_selected fault || group_selected security ||
+	if group_selected dp || group_selected api || group_selected lgr ||
+	   group_selected stress || group_selected fault || group_selected security ||
 	   group_selected ctl ||
 	   group_selected stream_hs || group_selected redirect_hs ||
 	   group_selected preload_hs || group_selected apps; then
@@ -966,7 +968,8 @@ hs_pass() {
 	[ "$NO_CLIENT" = 1 ] && wait_s=30
 	case "$ROLE" in
 	client)
-		if group_selected hs || group_selected dp || group_selected lgr ||
+		if group_selected hs || group_selected dp || group_selected api ||
+		   group_selected lgr ||
 		   group_selected stress || group_selected fault ||
 		   group_selected security ||
 		   group_selected ctl || group_selected stream_hs ||
@@ -976,7 +979,8 @@ hs_pass() {
 				${PEER6:+--peer6 "$PEER6"} --ctl-port "$CTL_PORT"
 		fi ;;
 	server)
-		if group_selected hs || group_selected dp || group_selected lgr ||
+		if group_selected hs || group_selected dp || group_selected api ||
+		   group_selected lgr ||
 		   group_selected stress || group_selected fault ||
 		   group_selected security ||
 		   group_selected ctl || group_selected stream_hs ||
@@ -993,6 +997,7 @@ hs_pass() {
 	case "$ROLE" in
 	single)
 		finish_group dp skip "role single: no peer host"
+		finish_group api skip "role single: no peer host"
 		finish_group lgr skip "role single: no peer host"
 		finish_group stress skip "role single: no peer host"
 		finish_group fault skip "role single: no peer host"
@@ -1009,6 +1014,8 @@ hs_pass() {
 			why="hs.rdma_ready: ${why:-${RES[hs.rdma_ready]:-not run}}"
 		fi
 		rdma_group dp visock_dp
+		# The receive API compared with TCP's.
+		rdma_group api visock_api
 		# Link groups: shared QPs, pools, idle teardown.
 		[ -z "$why" ] && [ "$ROLE" = client ] && alt_ip_add
 		rdma_group lgr visock_lgr
