@@ -2022,6 +2022,8 @@ static void lazy_download(struct vt_ctx *c)
 	fd = vt_is_client(c) ? connect_rcvbuf(c, port, 0) :
 			       su_accept(lfd, SOCK_CLOEXEC);
 	lazy_expect_tcp(fd, vt_is_client(c) ? "client" : "server");
+	/* The server's first L bytes start the switch: both looked first. */
+	vt_sync(c, "both on TCP");
 	if (!vt_is_client(c)) {
 		while (pos < DL_LEN) {
 			for (i = 0; i < (ssize_t)DL_CHUNK; i++)
