@@ -333,3 +333,46 @@ unsigned long hu_sock_ino(int fd)
 	vt_try(fstat(fd, &st), "fstat");
 	return (unsigned long)st.st_ino;
 }
+
+static void write_result_file(const char *dir, const char *file,
+			      const char *text, size_t len)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, text, len) != (ssize_t)len)
+		perror(path);
+	fsync(fd);
+	close(fd);
+}
+
+void hu_power_off(const char *who)
+{
+	const char *res = getenv("VISOCK_RESULTS");
+	static char log[1 << 20];
+	ssize_t n = 0, r;
+	int fd;
+
+	if (res) {
+		fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		while (fd >= 0 && n < (ssize_t)sizeof(log) - 1 &&
+		       (r = read(fd, log + n, sizeof(log) - 1 - n)) > 0)
+			n += r;
+		if (fd >= 0)
+			close(fd);
+		write_result_file(res, "dmesg.txt", log, n);
+		write_result_file(res, "rc", "0\n", 2);
+	}
+	printf("# %s: powering off now\n", who);
+	fflush(stdout);
+	sync();
+	fd = open("/proc/sysrq-trigger", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "o", 1) != 1)
+		perror("/proc/sysrq-trigger");
+	for (;;)
+		pause();
+}

@@ -98,4 +98,11 @@ const char *hu_visockctl_path(void);
 /* Inode number of socket @fd, as visockctl lists it. */
 unsigned long hu_sock_ino(int fd);
 
+/*
+ * A test bed guest that dies on purpose: leave the result files its job
+ * would have written ($VISOCK_RESULTS: dmesg.txt, rc 0), say so as @who,
+ * then power off at once (sysrq "o").  Does not return.
+ */
+__noreturn void hu_power_off(const char *who);
+
 #endif /* VISOCK_SELFTEST_HOSTUTIL_H */

@@ -110,50 +110,6 @@ static int visock_socket(void)
 
 /* ---- the victim ---- */
 
-static void write_file(const char *dir, const char *name, const char *text,
-		       size_t len)
-{
-	char path[512];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	if (write(fd, text, len) != (ssize_t)len)
-		perror(path);
-	fsync(fd);
-	close(fd);
-}
-
-/* Leave the result files the bed's guest would write, then power off. */
-static void die_now(void)
-{
-	const char *res = getenv("VISOCK_RESULTS");
-	static char log[1 << 20];
-	ssize_t n = 0, r;
-	int fd;
-
-	if (res) {
-		fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		while (fd >= 0 && n < (ssize_t)sizeof(log) - 1 &&
-		       (r = read(fd, log + n, sizeof(log) - 1 - n)) > 0)
-			n += r;
-		if (fd >= 0)
-			close(fd);
-		write_file(res, "dmesg.txt", log, n);
-		write_file(res, "rc", "0\n", 2);
-	}
-	printf("# victim: powering off now\n");
-	fflush(stdout);
-	sync();
-	fd = open("/proc/sysrq-trigger", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, "o", 1) != 1)
-		perror("/proc/sysrq-trigger");
-	for (;;)
-		pause();
-}
-
 static int serve(int port)
 {
 	struct sockaddr_in sin = {
@@ -202,7 +158,7 @@ static int serve(int port)
 		}
 	}
 	printf("# victim: %lld bytes in from %d connections\n", total, NCONN);
-	die_now();
+	hu_power_off("victim");
 	return 0;
 }
 
