@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -375,4 +377,33 @@ void hu_power_off(const char *who)
 		perror("/proc/sysrq-trigger");
 	for (;;)
 		pause();
+}
+
+int hu_visock_socket(void)
+{
+	return socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, VISOCKPROTO_TCP4);
+}
+
+int hu_connect_retry(const char *host, int port, int wait_ms, int every_ms)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+	};
+	long long end = ctl_now_ms() + wait_ms;
+	int fd;
+
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return -1;
+	for (;;) {
+		fd = hu_visock_socket();
+		if (fd < 0)
+			return -1;
+		if (!connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+			return fd;
+		close(fd);
+		if (ctl_now_ms() > end)
+			return -1;
+		usleep(every_ms * 1000);
+	}
 }

@@ -98,6 +98,14 @@ const char *hu_visockctl_path(void);
 /* Inode number of socket @fd, as visockctl lists it. */
 unsigned long hu_sock_ino(int fd);
 
+/* A blocking AF_VISOCK stream socket (IPv4), close-on-exec; -1 on error. */
+int hu_visock_socket(void);
+/*
+ * A visock connection to @host:@port (IPv4), tried every @every_ms until
+ * one succeeds or @wait_ms passed: its fd, or -1.
+ */
+int hu_connect_retry(const char *host, int port, int wait_ms, int every_ms);
+
 /*
  * A test bed guest that dies on purpose: leave the result files its job
  * would have written ($VISOCK_RESULTS: dmesg.txt, rc 0), say so as @who,

@@ -94,11 +94,6 @@ static inline uint8_t pat(uint32_t seed, uint64_t off)
 	       (uint8_t)(off >> 16);
 }
 
-static int visock_socket(void)
-{
-	return socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, VISOCKPROTO_TCP4);
-}
-
 static bool on_rdma(int fd)
 {
 	struct visock_info vi;
@@ -170,7 +165,7 @@ static int serve(int port, int nconn)
 	ssize_t r;
 
 	ktap_header(4);
-	lfd = visock_socket();
+	lfd = hu_visock_socket();
 	if (lfd < 0 ||
 	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) ||
@@ -361,30 +356,6 @@ static void wait_file(const char *path)
 		usleep(200 * 1000);
 }
 
-static int connect_retry(const char *host, int port)
-{
-	struct sockaddr_in sin = {
-		.sin_family = AF_INET,
-		.sin_port = htons(port),
-	};
-	long long end = ctl_now_ms() + 300000;
-	int fd;
-
-	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
-		return -1;
-	for (;;) {
-		fd = visock_socket();
-		if (fd < 0)
-			return -1;
-		if (!connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
-			return fd;
-		close(fd);
-		if (ctl_now_ms() > end)
-			return -1;
-		usleep(500 * 1000);
-	}
-}
-
 static int stream(int port, int nconn, long long bytes, char **hosts,
 		  int nhosts)
 {
@@ -406,7 +377,7 @@ static int stream(int port, int nconn, long long bytes, char **hosts,
 			wait_file(go1_file);
 		}
 		c[n].host = hosts[i % nhosts];
-		c[n].fd = connect_retry(c[n].host, port);
+		c[n].fd = hu_connect_retry(c[n].host, port, 300000, 500);
 		if (c[n].fd < 0) {
 			ktap_diag("connect %d to %s: %s", i, c[n].host,
 				  strerror(errno));

@@ -103,11 +103,6 @@ static bool proc_zero(const char *const *names, int n, int ms, char *why,
 	}
 }
 
-static int visock_socket(void)
-{
-	return socket(AF_VISOCK, SOCK_STREAM | SOCK_CLOEXEC, VISOCKPROTO_TCP4);
-}
-
 /* ---- the victim ---- */
 
 static int serve(int port)
@@ -122,7 +117,7 @@ static int serve(int port)
 	int lfd, i, n = 0, one = 1;
 	ssize_t r;
 
-	lfd = visock_socket();
+	lfd = hu_visock_socket();
 	if (lfd < 0 ||
 	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) ||
@@ -184,30 +179,6 @@ static bool on_rdma(int fd, uint32_t *qpn)
 	return vi.vi_mode == VISOCK_MODE_RDMA;
 }
 
-static int connect_retry(const char *host, int port)
-{
-	struct sockaddr_in sin = {
-		.sin_family = AF_INET,
-		.sin_port = htons(port),
-	};
-	long long end = ctl_now_ms() + 120000;
-	int fd;
-
-	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
-		return -1;
-	for (;;) {
-		fd = visock_socket();
-		if (fd < 0)
-			return -1;
-		if (!connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
-			return fd;
-		close(fd);
-		if (ctl_now_ms() > end)
-			return -1;
-		usleep(200 * 1000);
-	}
-}
-
 static bool ended_badly(int err)
 {
 	return err == ECONNRESET || err == ETIMEDOUT || err == EPIPE ||
@@ -245,7 +216,7 @@ static int survive(const char *host, int port)
 		  bound_ms);
 
 	for (i = 0; i < NCONN; i++) {
-		c[i].fd = connect_retry(host, port);
+		c[i].fd = hu_connect_retry(host, port, 120000, 200);
 		c[i].writer = i < NWRITE;
 		if (c[i].fd < 0) {
 			ktap_diag("connect %d: %s", i, strerror(errno));
