@@ -567,7 +567,8 @@ static void run_local(const struct vt_test *t)
 
 static int client_hello(const char *host, int port)
 {
-	long long deadline = ctl_now_ms() + (long long)opt.connect_s * 1000;
+	long long deadline = ctl_now_ms() +
+			     (long long)opt.connect_s * vt_time_scale * 1000;
 	char want[CTL_LINE_MAX], buf[CTL_LINE_MAX];
 	int fd, err = ETIMEDOUT;
 
@@ -700,7 +701,8 @@ static int client_main(const char *host, int port)
 
 static int server_hello(int lfd)
 {
-	long long deadline = ctl_now_ms() + (long long)opt.wait_s * 1000;
+	long long deadline = ctl_now_ms() +
+			     (long long)opt.wait_s * vt_time_scale * 1000;
 	char buf[CTL_LINE_MAX], prog[64], fam[16];
 	int fd, ver;
 
@@ -804,10 +806,12 @@ static int server_main(int lfd)
 	if (count_selected(true)) {
 		if (!opt.quiet)
 			ktap_diag("%s: waiting up to %d s for the client on port %d",
-				  opt.prog, opt.wait_s, ctl_local_port(lfd));
+				  opt.prog, opt.wait_s * (int)vt_time_scale,
+				  ctl_local_port(lfd));
 		meta = server_hello(lfd);
 		if (meta < 0)
-			ktap_diag("no client connected within %d s", opt.wait_s);
+			ktap_diag("no client connected within %d s",
+				  opt.wait_s * (int)vt_time_scale);
 		else if (!opt.quiet)
 			ktap_diag("client connected, family %s",
 				  family_name(opt.family));

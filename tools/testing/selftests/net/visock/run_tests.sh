@@ -88,7 +88,8 @@ usage: $0 [options]
   --pick PATTERN    run only tests whose name matches (shell glob; repeatable)
   --skip PATTERN    do not run tests whose name matches (repeatable)
 Environment: VISOCK_KO (module file: insmod it instead of modprobe visock),
-VISOCK_TEST_TIME_SCALE (factor on test timeouts; 4 on a KASAN kernel),
+VISOCK_TEST_TIME_SCALE (factor on test timeouts and on how long the two
+  ends of a group wait for each other; 4 on a KASAN kernel),
 VISOCK_TEST_CHURN_CYCLES (lgr.churn; 10000, 1000 when the time scale is > 1),
 VISOCK_HOST, VISOCK_PEER_IP, VISOCK_PEER_IP6, VISOCK_RESULTS (directory to
 store the output and the kernel log in), VISOCK_TEST_RXE_NETDEV (net device
