@@ -265,7 +265,7 @@ struct visock_mode_ops {
  *	listener for accepted sockets) and released in visock_release();
  *	constant in between.
  * @flags: VISOCK_F_* bits, atomic bitops
- * @err_mirror: TCP error last copied to sk_err (visock_tcp.c), or 0
+ * @err_mirror: TCP error last copied to sk_err (visock_inner.c), or 0
  * @mode: enum visock_mode; written with @ops by visock_set_mode() only,
  *	under lock_sock(@sk) or, before the connection settled, by the one
  *	caller that set VISOCK_F_DECIDED (TCP's callback or connect());

@@ -50,8 +50,8 @@
 /*
  * SOCK_CUSTOM_SOCKOPT (6.7+) lets a family see setsockopt(SOL_SOCKET, ...)
  * calls.  Without it the socket layer applies them to the visock socket
- * only, and visock_tcp_sync_opts() copies them to the internal TCP socket
- * at the next call that needs them.  The flag was a #define at first and
+ * only, and visock_inner_sync_opts() and its callers copy them to the
+ * internal TCP or UDP socket at the next call that needs them.  The flag was a #define at first and
  * is an enum constant in newer kernels (7.x), so #ifdef cannot see it.
  */
 /*

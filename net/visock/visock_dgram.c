@@ -33,7 +33,7 @@
  * Errors.  getsockopt(SO_ERROR) reads the visock socket, so an error UDP
  * reports is copied there; a forwarded call that returns it, or
  * getsockopt(SO_ERROR) reading it, consumes it on both sockets, so that
- * each error is reported once, as by UDP.
+ * each error is reported once, as by UDP (visock_inner.c).
  *
  * Locks: none of the visock socket's own around forwarded calls; UDP
  * takes its socket's lock itself.  visock never holds the lock of one
@@ -48,6 +48,7 @@
 
 #include "visock.h"
 #include "visock_dgram.h"
+#include "visock_inner.h"
 #include "visock_mem.h"
 #include "visock_stats.h"
 
@@ -121,10 +122,9 @@ static void visock_dgram_error_report(struct sock *usk)
 	if (vds) {
 		vds->saved_error_report(usk);
 		err = READ_ONCE(usk->sk_err);
-		if (err) {
-			WRITE_ONCE(vds->err_mirror, err);
-			WRITE_ONCE(vds->inet.sk.sk_err, err);
-		}
+		if (err)
+			visock_inner_set_err(&vds->inet.sk, &vds->err_mirror,
+					     err);
 		/* Also for what only went to the error queue. */
 		sk_error_report(&vds->inet.sk);
 	}
@@ -165,32 +165,11 @@ static void visock_dgram_detach(struct visock_dgram_sock *vds)
 	write_unlock_bh(&usk->sk_callback_lock);
 }
 
-/* A forwarded call returned @ret: it reported the copied error, if any. */
-static void visock_dgram_consume_err(struct visock_dgram_sock *vds, long ret)
-{
-	if (ret < 0 && ret > -MAX_ERRNO &&
-	    cmpxchg(&vds->inet.sk.sk_err, (int)-ret, 0) == (int)-ret)
-		WRITE_ONCE(vds->err_mirror, 0);
-}
-
-/*
- * getsockopt(SO_ERROR) cleared the copy on the visock socket: clear
- * UDP's original too, so that the next call does not report it again.
- */
-static void visock_dgram_sync_err(struct visock_dgram_sock *vds)
-{
-	int err = READ_ONCE(vds->err_mirror);
-
-	if (err && !READ_ONCE(vds->inet.sk.sk_err)) {
-		cmpxchg(&vds->udp->sk->sk_err, err, 0);
-		WRITE_ONCE(vds->err_mirror, 0);
-	}
-}
-
 /*
  * Before the socket layer lets a family see setsockopt(SOL_SOCKET)
  * (VISOCK_HAVE_CUSTOM_SOCKOPT), those options land on the visock socket
- * only: copy what UDP acts on to the UDP socket before each call.  Only
+ * only: copy what UDP acts on to the UDP socket before each call, those
+ * of every inner socket (visock_inner_sync_opts()) and UDP's own.  Only
  * what differs is written.
  */
 static void visock_dgram_sync_opts(struct visock_dgram_sock *vds)
@@ -201,46 +180,23 @@ static void visock_dgram_sync_opts(struct visock_dgram_sock *vds)
 	};
 	struct sock *sk = &vds->inet.sk;
 	struct sock *usk = vds->udp->sk;
-	u8 locks;
 	int i;
 
-	visock_dgram_sync_err(vds);
+	/* The reuse flags only matter before bind() or connect(). */
+	visock_inner_sync_opts(sk, usk, &vds->err_mirror,
+			       !inet_sk(usk)->inet_num);
 	if (VISOCK_HAVE_CUSTOM_SOCKOPT)
 		return;
 
-#define VISOCK_SYNC(field) do {						\
-		if (READ_ONCE(usk->field) != READ_ONCE(sk->field))	\
-			WRITE_ONCE(usk->field, READ_ONCE(sk->field));	\
-	} while (0)
-
-	locks = sk->sk_userlocks;	/* a bit field in older kernels */
-	VISOCK_SYNC(sk_rcvtimeo);
-	VISOCK_SYNC(sk_sndtimeo);
-	VISOCK_SYNC(sk_rcvlowat);
-	VISOCK_SYNC(sk_mark);
-	VISOCK_SYNC(sk_priority);
-	VISOCK_SYNC(sk_tsflags);
-	VISOCK_SYNC(sk_bound_dev_if);
-	if (locks & SOCK_RCVBUF_LOCK)
-		VISOCK_SYNC(sk_rcvbuf);
-	if (locks & SOCK_SNDBUF_LOCK)
-		VISOCK_SYNC(sk_sndbuf);
-#undef VISOCK_SYNC
+	if (READ_ONCE(usk->sk_tsflags) != READ_ONCE(sk->sk_tsflags))
+		WRITE_ONCE(usk->sk_tsflags, READ_ONCE(sk->sk_tsflags));
+	if (READ_ONCE(usk->sk_bound_dev_if) != READ_ONCE(sk->sk_bound_dev_if))
+		WRITE_ONCE(usk->sk_bound_dev_if,
+			   READ_ONCE(sk->sk_bound_dev_if));
 	for (i = 0; i < ARRAY_SIZE(flags); i++)
 		if (sock_flag(sk, flags[i]) != sock_flag(usk, flags[i]))
 			sock_valbool_flag(usk, flags[i],
 					  sock_flag(sk, flags[i]));
-	/* Only meaningful before bind() or connect(). */
-	if (!inet_sk(usk)->inet_num) {
-		if (usk->sk_reuse != sk->sk_reuse)
-			usk->sk_reuse = sk->sk_reuse;
-		if (usk->sk_reuseport != sk->sk_reuseport)
-			usk->sk_reuseport = sk->sk_reuseport;
-	}
-	if ((locks & (SOCK_RCVBUF_LOCK | SOCK_SNDBUF_LOCK)) &
-	    ~usk->sk_userlocks)
-		usk->sk_userlocks |= locks &
-				     (SOCK_RCVBUF_LOCK | SOCK_SNDBUF_LOCK);
 }
 
 /*
@@ -511,7 +467,7 @@ static int visock_dgram_sendmsg(struct socket *sock, struct msghdr *msg,
 	path = visock_dgram_path(vds, msg);
 	ret = vds->udp->ops->sendmsg(vds->udp, msg, len);
 	if (ret < 0) {
-		visock_dgram_consume_err(vds, ret);
+		visock_inner_consume_err(sk, &vds->err_mirror, ret);
 		return ret;
 	}
 	VISOCK_STAT_ADD(sk, dgram_sent, 1);
@@ -530,7 +486,7 @@ static int visock_dgram_recvmsg(struct socket *sock, struct msghdr *msg,
 	visock_dgram_sync_opts(vds);
 	ret = vds->udp->ops->recvmsg(vds->udp, msg, len, flags);
 	if (ret < 0) {
-		visock_dgram_consume_err(vds, ret);
+		visock_inner_consume_err(sk, &vds->err_mirror, ret);
 		return ret;
 	}
 	if (!(flags & (MSG_PEEK | MSG_ERRQUEUE))) {

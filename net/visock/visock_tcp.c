@@ -23,7 +23,7 @@
  * Errors: getsockopt(SO_ERROR) always reads the visock socket, so TCP's
  * error is copied to it when TCP reports one.  A forwarded call that
  * returns the same error consumes the copy (visock_tcp_consume_err()), so
- * an error is reported once, as TCP would.
+ * an error is reported once, as TCP would (visock_inner.c).
  */
 #include <linux/net.h>
 #include <net/sock.h>
@@ -31,6 +31,7 @@
 
 #include "visock.h"
 #include "visock_ib.h"
+#include "visock_inner.h"
 #include "visock_tcp.h"
 
 /* Caller holds tsk->sk_callback_lock, for reading or writing. */
@@ -105,8 +106,7 @@ static void visock_tcp_error_report(struct sock *tsk)
 		if (err && ops->tcp_ended && ops->tcp_ended(vsk))
 			err = 0;
 		if (err) {
-			WRITE_ONCE(vsk->err_mirror, err);
-			WRITE_ONCE(vsk->sk.sk_err, err);
+			visock_inner_set_err(&vsk->sk, &vsk->err_mirror, err);
 			vsk->sk.sk_error_report(&vsk->sk);
 		}
 	}
@@ -228,44 +228,17 @@ void visock_tcp_release(struct visock_sock *vsk)
 }
 
 /**
- * visock_tcp_consume_err() - note that a forwarded call reported an error
- * @vsk: visock socket
- * @ret: return value of the forwarded call
- *
- * Context: any.
- */
-void visock_tcp_consume_err(struct visock_sock *vsk, long ret)
-{
-	if (ret < 0 && ret > -MAX_ERRNO &&
-	    cmpxchg(&vsk->sk.sk_err, (int)-ret, 0) == (int)-ret)
-		WRITE_ONCE(vsk->err_mirror, 0);
-}
-
-/*
- * The application read the copied error with getsockopt(SO_ERROR), which
- * only clears the visock socket's copy: consume TCP's original too, so
- * that the next call does not report the same error again.
- */
-static void visock_tcp_sync_err(struct visock_sock *vsk)
-{
-	int err = READ_ONCE(vsk->err_mirror);
-
-	if (err && !READ_ONCE(vsk->sk.sk_err)) {
-		cmpxchg(&vsk->tcp->sk->sk_err, err, 0);
-		WRITE_ONCE(vsk->err_mirror, 0);
-	}
-}
-
-/**
- * visock_tcp_sync_opts() - copy socket-level options to the TCP socket
+ * visock_tcp_sync_opts() - bring the internal TCP socket up to date
  * @vsk: visock socket
  *
  * setsockopt(SOL_SOCKET, ...) lands on the visock socket.  Where the
  * kernel lets visock see those calls (VISOCK_HAVE_CUSTOM_SOCKOPT) they are
  * mirrored at once and only a consumed error is synced here; on older
  * kernels this function makes sure that the TCP socket uses the visock
- * socket's values before any call that depends on them.  It only writes
- * what differs.
+ * socket's values before any call that depends on them: those of every
+ * inner socket (visock_inner_sync_opts()), then the linger time and
+ * flag, keepalive and, before bind()/connect()/listen(), the bound
+ * device.  It only writes what differs.
  *
  * Context: process context; takes the TCP socket's lock when keepalive
  * changes.
@@ -274,44 +247,21 @@ void visock_tcp_sync_opts(struct visock_sock *vsk)
 {
 	struct sock *sk = &vsk->sk;
 	struct sock *tsk = vsk->tcp->sk;
-	u8 locks = sk->sk_userlocks;
+	bool closed = inet_sk_state_load(tsk) == TCP_CLOSE;
 	bool keep;
 
-	visock_tcp_sync_err(vsk);
+	/* The reuse flags only matter before bind()/connect()/listen(). */
+	visock_inner_sync_opts(sk, tsk, &vsk->err_mirror, closed);
 	/* Mirrored by visock_setsockopt() as they are set. */
 	if (VISOCK_HAVE_CUSTOM_SOCKOPT)
 		return;
 
-#define VISOCK_SYNC(field) do {						\
-		if (READ_ONCE(tsk->field) != READ_ONCE(sk->field))	\
-			WRITE_ONCE(tsk->field, READ_ONCE(sk->field));	\
-	} while (0)
-
-	VISOCK_SYNC(sk_rcvtimeo);
-	VISOCK_SYNC(sk_sndtimeo);
-	VISOCK_SYNC(sk_rcvlowat);
-	VISOCK_SYNC(sk_lingertime);
-	VISOCK_SYNC(sk_mark);
-	VISOCK_SYNC(sk_priority);
-	if (locks & SOCK_RCVBUF_LOCK)
-		VISOCK_SYNC(sk_rcvbuf);
-	if (locks & SOCK_SNDBUF_LOCK)
-		VISOCK_SYNC(sk_sndbuf);
-#undef VISOCK_SYNC
-
-	if (inet_sk_state_load(tsk) == TCP_CLOSE) {
-		/* Only meaningful before bind()/connect()/listen(). */
-		tsk->sk_reuse = sk->sk_reuse;
-		tsk->sk_reuseport = sk->sk_reuseport;
-		if (READ_ONCE(sk->sk_bound_dev_if) &&
-		    !READ_ONCE(tsk->sk_bound_dev_if))
-			WRITE_ONCE(tsk->sk_bound_dev_if,
-				   READ_ONCE(sk->sk_bound_dev_if));
-	}
-	if ((locks & (SOCK_RCVBUF_LOCK | SOCK_SNDBUF_LOCK)) &
-	    ~tsk->sk_userlocks)
-		tsk->sk_userlocks |= locks &
-				     (SOCK_RCVBUF_LOCK | SOCK_SNDBUF_LOCK);
+	if (READ_ONCE(tsk->sk_lingertime) != READ_ONCE(sk->sk_lingertime))
+		WRITE_ONCE(tsk->sk_lingertime, READ_ONCE(sk->sk_lingertime));
+	if (closed && READ_ONCE(sk->sk_bound_dev_if) &&
+	    !READ_ONCE(tsk->sk_bound_dev_if))
+		WRITE_ONCE(tsk->sk_bound_dev_if,
+			   READ_ONCE(sk->sk_bound_dev_if));
 	if (sock_flag(sk, SOCK_LINGER) != sock_flag(tsk, SOCK_LINGER))
 		sock_valbool_flag(tsk, SOCK_LINGER,
 				  sock_flag(sk, SOCK_LINGER));
