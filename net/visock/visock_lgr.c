@@ -24,10 +24,11 @@
  * first QP takes net.visock.lgr_link_conns_min connections, each new
  * one twice the largest the group has up, up to lgr_link_conns
  * (visock_lgr_qp_size()).  Full QPs of the group smaller than the new
- * one are retired (visock_lgr_outgrow()): they keep their connections,
- * take no new ones and go once idle, and they no longer count against
- * lgr_max_links, so a group that grew still gets lgr_max_links QPs of
- * the full size; the QP caps below count them until they are freed.
+ * one are retired (visock_lgr_retire_outgrown()): they keep their
+ * connections, take no new ones and go once idle, and they no longer
+ * count against lgr_max_links, so a group that grew still gets
+ * lgr_max_links QPs of the full size; the QP caps below count them until
+ * they are freed.
  * A server sizes the QP a client asks for the same way from all QPs of
  * its own group, whatever their state: they include the server's end of
  * every QP the client has up, so the server's end is at least as large
@@ -277,16 +278,21 @@ static bool visock_qp_has_room(const struct visock_qp *q)
 	       visock_qp_used(q) < q->max_conns;
 }
 
+/* The most connections a QP takes: lgr_link_conns. */
+static unsigned int visock_lgr_conns_max(struct visock_net *vn)
+{
+	return clamp_t(int, READ_ONCE(vn->lgr_link_conns), 1,
+		       VISOCK_LGR_CONNS_MAX);
+}
+
 /*
  * Connections a new QP of a group takes, @largest being the most any QP
  * of the group takes now (0 if it has none): lgr_link_conns_min for the
- * first, then twice the largest, never more than lgr_link_conns.
+ * first, then twice the largest, never more than @max (lgr_link_conns).
  */
 static unsigned int visock_lgr_qp_size(struct visock_net *vn,
-				       unsigned int largest)
+				       unsigned int largest, unsigned int max)
 {
-	unsigned int max = clamp_t(int, READ_ONCE(vn->lgr_link_conns), 1,
-				   VISOCK_LGR_CONNS_MAX);
 	unsigned int min = clamp_t(int, READ_ONCE(vn->lgr_link_conns_min), 1,
 				   max);
 
@@ -294,33 +300,40 @@ static unsigned int visock_lgr_qp_size(struct visock_net *vn,
 }
 
 /*
- * The QPs of a group that a new QP of @size connections outgrows, and
- * with @retire, retire them: a client's QPs that are up and full (they
- * keep their connections, take no new one and go once idle), all of a
- * server's that are smaller (they keep taking the connections the client
- * names, see @superseded).  Neither counts against lgr_max_links any
- * more.  Context: under the namespace's lgr_lock.
- * Return: how many there are.
+ * Does a new QP of @size connections outgrow @q, a QP of its group?  A
+ * client's QP that is up (@up) and full (it keeps its connections,
+ * takes no new one and goes once idle), any of a server's that is
+ * smaller (it keeps taking the connections the client names, see
+ * @superseded); not one on its way out or superseded already.  Neither
+ * counts against lgr_max_links any more once outgrown.  Context: under
+ * the namespace's lgr_lock.
  */
-static unsigned int visock_lgr_outgrow(struct visock_net *vn, bool server,
+static bool visock_qp_outgrown(const struct visock_qp *q, bool server,
+			       bool up, unsigned int size)
+{
+	lockdep_assert_held(&visock_net(q->net)->lgr_lock);
+	if (READ_ONCE(q->dying) || READ_ONCE(q->dead) || q->superseded ||
+	    q->max_conns >= size)
+		return false;
+	return server || (up && visock_qp_used(q) >= q->max_conns);
+}
+
+/*
+ * Retire the QPs of a group that a new QP of @size connections outgrows
+ * (visock_qp_outgrown()).  Context: under the namespace's lgr_lock.
+ */
+static void visock_lgr_retire_outgrown(struct visock_net *vn, bool server,
 				       const union ib_gid *gid,
 				       const union ib_gid *peer_addr,
-				       unsigned int size, bool retire)
+				       unsigned int size)
 {
 	struct visock_qp *q;
-	unsigned int n = 0;
 
 	lockdep_assert_held(&vn->lgr_lock);
 	list_for_each_entry(q, &vn->qps, net_node) {
 		if (!visock_qp_same_group(q, server, gid, peer_addr) ||
-		    READ_ONCE(q->dying) || READ_ONCE(q->dead) ||
-		    q->superseded || q->max_conns >= size)
-			continue;
-		if (!server && (q->state != VISOCK_QP_UP ||
-				visock_qp_used(q) < q->max_conns))
-			continue;
-		n++;
-		if (!retire)
+		    !visock_qp_outgrown(q, server,
+					q->state == VISOCK_QP_UP, size))
 			continue;
 		if (server) {
 			q->superseded = true;
@@ -329,7 +342,6 @@ static unsigned int visock_lgr_outgrow(struct visock_net *vn, bool server,
 			WRITE_ONCE(q->retired, true);
 		}
 	}
-	return n;
 }
 
 /*
@@ -586,8 +598,9 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 	const struct visock_hs_msg *req = p->req;
 	bool server = p->server;
 	unsigned int in_group = 0, max_links, largest = 0, size, room = 0;
+	unsigned int conns_max, outgrown = 0;
 	struct visock_qp *q, *best = NULL;
-	bool pending = false;
+	bool pending = false, up;
 
 	*created = false;
 	/*
@@ -600,6 +613,7 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 		return ERR_PTR(-EBADMSG);
 	}
 	max_links = clamp_t(int, READ_ONCE(vn->lgr_max_links), 1, 64);
+	conns_max = visock_lgr_conns_max(vn);
 	mutex_lock(&vn->lgr_lock);
 	list_for_each_entry(q, &vn->qps, net_node) {
 		if (!visock_qp_same_group(q, server, gid, peer_addr))
@@ -620,10 +634,21 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 		 * its end of each already, so its own group (any state)
 		 * yields at least this size however REQs cross.
 		 */
-		if (server || q->state == VISOCK_QP_UP)
+		up = q->state == VISOCK_QP_UP;
+		if (server || up)
 			largest = max(largest, q->max_conns);
-		if (!q->superseded)
+		/*
+		 * What a new QP would outgrow, if one is added.  Its size
+		 * is not known yet, but every QP that may count here adds
+		 * to @largest, and the new one takes twice @largest unless
+		 * lgr_link_conns caps it: it outgrows those that a QP of
+		 * lgr_link_conns would.
+		 */
+		if (!q->superseded) {
 			in_group++;
+			outgrown += visock_qp_outgrown(q, server, up,
+						       conns_max);
+		}
 		if (req)
 			continue;
 		/* A server joins a lazy connection's QP only if it is up. */
@@ -642,7 +667,7 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 		/* A server sets up no QP without the client's REQ. */
 		best = ERR_PTR(-ENOLINK);
 	} else if (!best) {
-		size = visock_lgr_qp_size(vn, largest);
+		size = visock_lgr_qp_size(vn, largest, conns_max);
 		/*
 		 * A server keeps a few more than the client may want: QPs
 		 * the client gave up without telling us end by idling.  A
@@ -651,10 +676,7 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 		 */
 		max_links = server ? 2 * max_links : max_links;
 		if (in_group >= max_links &&
-		    (pending || in_group - visock_lgr_outgrow(vn, server, gid,
-							      peer_addr, size,
-							      false) >=
-				max_links)) {
+		    (pending || in_group - outgrown >= max_links)) {
 			best = ERR_PTR(pending ? -EINPROGRESS : -EBUSY);
 		} else if (!visock_lgr_qp_allowed(vn, peer_addr)) {
 			atomic64_inc(&vn->lgr_qps_capped);
@@ -666,8 +688,8 @@ struct visock_qp *visock_lgr_pick(const struct visock_vc_params *p,
 				best = ERR_PTR(-ENOMEM);
 		}
 		if (!IS_ERR(best)) {
-			visock_lgr_outgrow(vn, server, gid, peer_addr, size,
-					   true);
+			visock_lgr_retire_outgrown(vn, server, gid, peer_addr,
+						   size);
 			*created = true;
 			best->listed = true;
 			list_add_tail(&best->net_node, &vn->qps);
