@@ -297,6 +297,19 @@ void hu_get_info(int fd, struct visock_info *vi)
 		  len, sizeof(*vi));
 }
 
+bool hu_on_rdma(int fd, uint32_t *qpn)
+{
+	struct visock_info vi;
+	socklen_t len = sizeof(vi);
+
+	memset(&vi, 0, sizeof(vi));
+	if (getsockopt(fd, SOL_VISOCK, VISOCK_INFO, &vi, &len))
+		return false;
+	if (qpn)
+		*qpn = vi.vi_local_qpn;
+	return vi.vi_mode == VISOCK_MODE_RDMA;
+}
+
 void hu_expect_rdma(int fd, const char *what, struct visock_info *vi)
 {
 	struct visock_info tmp;

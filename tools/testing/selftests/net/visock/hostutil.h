@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <linux/visock.h>
 
@@ -88,6 +89,12 @@ const char *hu_rdma_missing(const struct vt_ctx *c);
 void hu_need_rdma(struct vt_ctx *c);
 /* VISOCK_INFO of @fd (the whole structure). */
 void hu_get_info(int fd, struct visock_info *vi);
+/*
+ * @fd is in RDMA mode (false if VISOCK_INFO fails too; never fails the
+ * test, for programs outside the test harness).  @qpn, if not NULL, gets
+ * its local QP number.
+ */
+bool hu_on_rdma(int fd, uint32_t *qpn);
 /* @fd must be in RDMA mode with rings on both ends; @vi may be NULL. */
 void hu_expect_rdma(int fd, const char *what, struct visock_info *vi);
 /* Name of fallback reason @r, "?" if unknown. */

@@ -94,17 +94,6 @@ static inline uint8_t pat(uint32_t seed, uint64_t off)
 	       (uint8_t)(off >> 16);
 }
 
-static bool on_rdma(int fd)
-{
-	struct visock_info vi;
-	socklen_t len = sizeof(vi);
-
-	memset(&vi, 0, sizeof(vi));
-	if (getsockopt(fd, SOL_VISOCK, VISOCK_INFO, &vi, &len))
-		return false;
-	return vi.vi_mode == VISOCK_MODE_RDMA;
-}
-
 static void touch(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -224,7 +213,7 @@ static int serve(int port, int nconn)
 				c[n].fd = fd;
 				c[n].bad_at = -1;
 				c[n].last = now;
-				c[n].rdma = on_rdma(fd);
+				c[n].rdma = hu_on_rdma(fd, NULL);
 				inet_ntop(AF_INET, &pa.sin_addr, c[n].peer,
 					  sizeof(c[n].peer));
 				for (i = 0; i < npeers; i++)
@@ -283,7 +272,7 @@ static int serve(int port, int nconn)
 
 				if (write(s->fd, &v, 1) == 1)
 					s->answered = true;
-				s->rdma = s->rdma && on_rdma(s->fd);
+				s->rdma = s->rdma && hu_on_rdma(s->fd, NULL);
 			}
 		}
 	}
@@ -386,7 +375,7 @@ static int stream(int port, int nconn, long long bytes, char **hosts,
 		c[n].h.magic = HDR_MAGIC;
 		c[n].h.seed = ((uint32_t)getpid() << 8) + i;
 		c[n].h.total = bytes;
-		nrdma += on_rdma(c[n].fd);
+		nrdma += hu_on_rdma(c[n].fd, NULL);
 		n++;
 	}
 	result(n == nconn * nhosts && nrdma == n, "connect",

@@ -167,18 +167,6 @@ struct conn {
 	int err;		/* errno it ended with, 0: end of stream */
 };
 
-static bool on_rdma(int fd, uint32_t *qpn)
-{
-	struct visock_info vi;
-	socklen_t len = sizeof(vi);
-
-	memset(&vi, 0, sizeof(vi));
-	if (getsockopt(fd, SOL_VISOCK, VISOCK_INFO, &vi, &len))
-		return false;
-	*qpn = vi.vi_local_qpn;
-	return vi.vi_mode == VISOCK_MODE_RDMA;
-}
-
 static bool ended_badly(int err)
 {
 	return err == ECONNRESET || err == ETIMEDOUT || err == EPIPE ||
@@ -222,7 +210,7 @@ static int survive(const char *host, int port)
 			ktap_diag("connect %d: %s", i, strerror(errno));
 			break;
 		}
-		if (!on_rdma(c[i].fd, &qpn[i]))
+		if (!hu_on_rdma(c[i].fd, &qpn[i]))
 			fb++;
 	}
 	result(i == NCONN && !fb && qpn[0] == qpn[NCONN - 1],
