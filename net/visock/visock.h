@@ -307,6 +307,12 @@ struct visock_mode_ops {
  *	first seen complete (for the sw_delay_ms test hook), or 0
  * @sw_acked: the initiator saw TCP acknowledge its SWITCH (the reply's
  *	clock runs from then on)
+ * @sw_closing: close() came while the initiator waited for the reply:
+ *	the close work (visock_tx_close()) owns the data path and waits
+ *	until the switch settles; the switch's work goes on until then
+ * @sw_tx_shut: shutdown(SHUT_WR) came while the initiator waited for
+ *	the reply: the end of our stream goes where the stream goes once
+ *	the switch settles (RDMA's done writing, or TCP's FIN)
  * (all sw_* but @sw_state under lock_sock())
  * @local_opt: option we sent (valid with VISOCK_F_SYN_OPT)
  * @peer_opt: option the peer sent (valid with VISOCK_F_PEER_OPT)
@@ -381,6 +387,8 @@ struct visock_sock {
 	unsigned long sw_seen_at;
 	u32 sw_seq;
 	bool sw_acked;
+	bool sw_closing;
+	bool sw_tx_shut;
 	u16 family;
 	struct visock_synopt local_opt;
 	struct visock_synopt peer_opt;

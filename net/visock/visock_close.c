@@ -139,6 +139,15 @@ static bool visock_tx_close_done(struct visock_dp *dp)
 		break;
 	case VISOCK_DP_LIVE:
 		/*
+		 * A lazy connection's initiator closed while it waited for
+		 * the switch reply: nothing can go over RDMA before the
+		 * switch settles, and nothing ever if it did not complete.
+		 */
+		if (dp->sw_pending) {
+			done = !dp->sw_hold;
+			break;
+		}
+		/*
 		 * Our closed flag goes out even if the peer closed first: its
 		 * receive ring lingers until it comes.  Without a credit it
 		 * cannot, and no credit comes back from a closed peer.
@@ -353,6 +362,15 @@ void visock_tx_close_work(struct work_struct *work)
 	dp->close_armed = false;
 	spin_unlock_bh(&dp->lock);
 	cancel_delayed_work(&dp->close_work);
+	/*
+	 * A switch that did not settle in time: its work must leave the vc
+	 * alone from now on (it checks under lock_sock()).
+	 */
+	if (READ_ONCE(dp->sw_hold)) {
+		lock_sock(&vsk->sk);
+		vsk->sw_closing = false;
+		release_sock(&vsk->sk);
+	}
 	if (!visock_tx_close_done(dp))
 		visock_tx_reset(vsk);
 	visock_rdma_destroy_vc(vsk);

@@ -1059,10 +1059,11 @@ static void visock_hs_work(struct work_struct *work)
 	/*
 	 * Once close() started, its visock_rdma_destroy_vc() may free the
 	 * vc at any time: a TCP callback can queue us again after
-	 * visock_hs_cancel() returned.
+	 * visock_hs_cancel() returned.  Not so while a lazy connection's
+	 * close waits for its switch to settle (sw_closing).
 	 */
 	if (vsk->tcp && test_bit(VISOCK_F_LAZY, &vsk->flags) &&
-	    !test_bit(VISOCK_F_RELEASED, &vsk->flags)) {
+	    (!test_bit(VISOCK_F_RELEASED, &vsk->flags) || vsk->sw_closing)) {
 		/* A lazy connection's switch (visock_lazy.c). */
 		visock_lazy_work(vsk);
 	} else if (vsk->tcp && vsk->hs_state != VISOCK_HS_NONE &&

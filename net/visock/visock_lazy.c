@@ -46,10 +46,20 @@
  * or a malformed message, resets the connection: neither side could go
  * on safely.
  *
+ * close() or shutdown(SHUT_WR) while the initiator waits for the reply
+ * end the stream where it goes once the switch settles: shutdown waits
+ * for it (sw_tx_shut), close() hands the data path to the close work
+ * (visock_tx_close(), sw_closing and the data path's sw_hold), which
+ * waits until this work settled the switch.  Accepted: done writing and
+ * closed over RDMA; declined: TCP's FIN; no reply: a reset.  A side that
+ * closes with the peer's message after its byte L - 1 still unhandled
+ * handles it first (a SWITCH is declined: the closing side writes
+ * nothing more) and drops it from the stream once everything before it
+ * was read, so that TCP does not take it for unread data.
+ *
  * This version leaves to later (Documentation/networking/visock/
- * lazy-switch.rst): close() while the reply is outstanding (a reset, as
- * are the other side's 1 s FIN grace after it); failover while bytes
- * from before the switch are unread (a reset).
+ * lazy-switch.rst): failover while bytes from before the switch are
+ * unread (a reset).
  *
  * Locking: the sw_* fields of struct visock_sock change under
  * lock_sock().  TCP is read and written with non-blocking calls under
@@ -104,6 +114,8 @@ void visock_lazy_start(struct visock_sock *vsk)
 	vsk->sw_rx_end = server || both ? vsk->lazy_bytes : U64_MAX;
 	vsk->sw_peer_seen = !(server || both);
 	vsk->sw_skip = 0;
+	vsk->sw_closing = false;
+	vsk->sw_tx_shut = false;
 	vsk->hs_state = VISOCK_HS_DONE;
 	atomic64_inc(&visock_net(sock_net(&vsk->sk))->lazy_started);
 	WRITE_ONCE(vsk->fb_reason, VISOCK_FB_NONE);
@@ -170,6 +182,20 @@ static void visock_lazy_wake(struct visock_sock *vsk)
 	sk->sk_data_ready(sk);
 }
 
+/*
+ * The initiator's pending connection on the QP will never be used: the
+ * peer never joins it, nobody writes to its ring.  After close() the
+ * close work owns the data path (it still waits for the switch to
+ * settle) and destroys it; nothing goes out on it before (sw_pending).
+ */
+static void visock_lazy_drop_vc(struct visock_sock *vsk)
+{
+	if (vsk->vc)
+		visock_vc_peer_quiet(vsk->vc);
+	if (!vsk->sw_closing)
+		visock_rdma_destroy_vc(vsk);
+}
+
 /* The stream cannot be trusted: reset, and never try again. */
 static void visock_lazy_fail(struct visock_sock *vsk, int err)
 {
@@ -179,7 +205,14 @@ static void visock_lazy_fail(struct visock_sock *vsk, int err)
 	WRITE_ONCE(vsk->sw_rx_end, U64_MAX);
 	WRITE_ONCE(vsk->sw_peer_seen, true);
 	vsk->sw_tx_msg = VISOCK_HS_DECLINE;	/* nothing more to write */
-	visock_hs_abort(vsk, err);
+	if (vsk->sw_closing) {
+		/* The close work ends it: TCP is reset when it goes. */
+		visock_lazy_drop_vc(vsk);
+		sock_no_linger(&vsk->sk);
+		WRITE_ONCE(vsk->sk.sk_err, err);
+	} else {
+		visock_hs_abort(vsk, err);
+	}
 	visock_lazy_wake(vsk);
 }
 
@@ -371,8 +404,7 @@ static void visock_lazy_init_reply(struct visock_sock *vsk)
 	}
 	if (!(r.flags & VISOCK_SWREP_F_ACCEPT)) {
 		/* Nothing of ours is on the peer's QP end: drop ours. */
-		visock_vc_peer_quiet(vsk->vc);
-		visock_rdma_destroy_vc(vsk);
+		visock_lazy_drop_vc(vsk);
 		visock_lazy_declined(vsk);
 		return;
 	}
@@ -468,7 +500,8 @@ static void visock_lazy_respond(struct visock_sock *vsk,
 
 	visock_hs_note_peer(vsk, sw);
 	/* A side that shut its sending side has nothing to switch. */
-	err = vsk->tcp->sk->sk_shutdown & SEND_SHUTDOWN ? -ESHUTDOWN : 0;
+	err = (vsk->sk.sk_shutdown | vsk->tcp->sk->sk_shutdown) &
+	      SEND_SHUTDOWN ? -ESHUTDOWN : 0;
 	if (!err)
 		err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REP, sw);
 	if (!err)
@@ -522,7 +555,8 @@ static void visock_lazy_peer_msg(struct visock_sock *vsk)
 		visock_lazy_fail(vsk, EPROTO);
 		return;
 	}
-	if (unlikely(READ_ONCE(visock_test_sw_delay_ms))) {
+	if (unlikely(READ_ONCE(visock_test_sw_delay_ms)) &&
+	    !test_bit(VISOCK_F_RELEASED, &vsk->flags)) {
 		unsigned long at;
 
 		if (!vsk->sw_seen_at)
@@ -564,11 +598,19 @@ static void visock_lazy_peer_msg(struct visock_sock *vsk)
 	case VISOCK_SW_WAIT:
 		/*
 		 * Server, both started at once: the client never joins
-		 * our pending connection, nobody writes to its ring.
+		 * our pending connection, nobody writes to its ring.  A
+		 * server that closed writes nothing more: it declines, and
+		 * both stay on TCP.
 		 */
 		atomic64_inc(&visock_net(sock_net(&vsk->sk))->switch_crossed);
-		visock_vc_peer_quiet(vsk->vc);
-		visock_rdma_destroy_vc(vsk);
+		visock_lazy_drop_vc(vsk);
+		if (test_bit(VISOCK_F_RELEASED, &vsk->flags)) {
+			visock_lazy_declined(vsk);
+			if (visock_hs_switch_decline(vsk, &sw,
+						     VISOCK_FB_PEER_DECLINE))
+				visock_lazy_fail(vsk, ECONNRESET);
+			break;
+		}
 		WRITE_ONCE(vsk->sw_state, VISOCK_SW_NONE);
 		visock_lazy_respond(vsk, &sw, true);
 		break;
@@ -586,6 +628,44 @@ static void visock_lazy_peer_msg(struct visock_sock *vsk)
 	}
 }
 
+/*
+ * The switch settled (switched, declined or failed) after shutdown() or
+ * close() came while the initiator waited for the reply.  Under
+ * lock_sock().
+ */
+static void visock_lazy_settled(struct visock_sock *vsk)
+{
+	struct visock_dp *dp = vsk->dp;
+	unsigned int wake = 0;
+
+	if (vsk->sw_tx_shut) {
+		vsk->sw_tx_shut = false;
+		if (READ_ONCE(vsk->mode) == VISOCK_MODE_RDMA && dp) {
+			/* Done writing follows our last byte over RDMA. */
+			spin_lock_bh(&dp->lock);
+			dp->tx_shut = true;
+			visock_tx_push_locked(dp, &wake);
+			spin_unlock_bh(&dp->lock);
+			visock_dp_wake(dp, wake);
+		} else if (!vsk->sk.sk_err) {
+			/* Declined: TCP's FIN follows our SWITCH. */
+			kernel_sock_shutdown(vsk->tcp, SHUT_WR);
+		}
+	}
+	if (vsk->sw_closing && dp) {
+		vsk->sw_closing = false;
+		/*
+		 * The close work may go on (and free @dp) once it sees
+		 * @sw_hold cleared: nothing touches @dp after the unlock.
+		 */
+		spin_lock_bh(&dp->lock);
+		dp->sw_hold = false;
+		if (dp->close_armed)
+			mod_delayed_work(visock_wq, &dp->close_work, 0);
+		spin_unlock_bh(&dp->lock);
+	}
+}
+
 /**
  * visock_lazy_work() - the switch's part of the handshake work
  * @vsk: a lazy connection
@@ -599,6 +679,9 @@ void visock_lazy_work(struct visock_sock *vsk)
 		visock_lazy_peer_msg(vsk);
 	if (vsk->sw_state == VISOCK_SW_WAIT)
 		visock_lazy_init_reply(vsk);
+	if (vsk->sw_state != VISOCK_SW_WAIT &&
+	    (vsk->sw_tx_shut || vsk->sw_closing))
+		visock_lazy_settled(vsk);
 }
 
 /*
@@ -881,7 +964,8 @@ int visock_lazy_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		ret = 0;
 		if (vsk->sw_state == VISOCK_SW_WAIT) {
 			ret = visock_lazy_err(vsk);
-			if (!ret && (READ_ONCE(vsk->tcp->sk->sk_shutdown) &
+			if (!ret && ((READ_ONCE(vsk->tcp->sk->sk_shutdown) |
+				      READ_ONCE(sk->sk_shutdown)) &
 				     SEND_SHUTDOWN))
 				ret = -EPIPE;
 			if (ret)
@@ -984,8 +1068,35 @@ static __poll_t visock_lazy_mode_poll(struct visock_sock *vsk,
 	return visock_lazy_poll(vsk, visock_tcp_mode_poll(vsk, file));
 }
 
+/*
+ * shutdown(): while the initiator waits for the reply, TCP's FIN would
+ * stand after the SWITCH, where a peer that switched reads nothing any
+ * more: the end of our stream waits for the switch to settle
+ * (visock_lazy_settled()).
+ */
 static int visock_lazy_mode_shutdown(struct visock_sock *vsk, int how)
 {
+	struct sock *sk = &vsk->sk;
+	bool later = false;
+
+	if (how == SHUT_WR || how == SHUT_RDWR) {
+		lock_sock(sk);
+		later = READ_ONCE(vsk->mode) != VISOCK_MODE_RDMA &&
+			vsk->sw_state == VISOCK_SW_WAIT;
+		if (later) {
+			WRITE_ONCE(sk->sk_shutdown,
+				   sk->sk_shutdown | SEND_SHUTDOWN);
+			vsk->sw_tx_shut = true;
+		}
+		release_sock(sk);
+	}
+	if (later) {
+		sk->sk_state_change(sk);
+		sk->sk_write_space(sk);
+		if (how == SHUT_WR)
+			return 0;
+		how = SHUT_RD;
+	}
 	return visock_lazy_base(vsk)->shutdown(vsk, how);
 }
 
@@ -997,10 +1108,39 @@ static int visock_lazy_mode_ioctl(struct visock_sock *vsk, unsigned int cmd,
 	return ops->ioctl ? ops->ioctl(vsk, cmd, arg) : -ENOIOCTLCMD;
 }
 
+/*
+ * close(): the peer's message after its byte L - 1 is handled now if it
+ * is in (a SWITCH is declined: we write nothing more) and dropped from
+ * TCP if everything before it was read.  An initiator waiting for the
+ * reply hands its data path to the close work, which finishes once the
+ * switch settled: over RDMA if it completed, else over TCP.
+ */
 static bool visock_lazy_mode_close(struct visock_sock *vsk)
 {
-	const struct visock_mode_ops *ops = visock_lazy_base(vsk);
+	const struct visock_mode_ops *ops;
+	struct sock *sk = &vsk->sk;
+	bool later;
 
+	lock_sock(sk);
+	if (!vsk->sw_peer_seen && vsk->sw_rx_end == vsk->lazy_bytes &&
+	    vsk->sw_state != VISOCK_SW_WAIT)
+		visock_lazy_peer_msg(vsk);
+	if (vsk->sw_skip && vsk->sw_rx_pos >= vsk->sw_rx_end)
+		visock_lazy_skip(vsk);
+	later = READ_ONCE(vsk->mode) != VISOCK_MODE_RDMA &&
+		vsk->sw_state == VISOCK_SW_WAIT && vsk->dp;
+	if (later) {
+		vsk->sw_closing = true;
+		spin_lock_bh(&vsk->dp->lock);
+		vsk->dp->sw_hold = true;
+		spin_unlock_bh(&vsk->dp->lock);
+		/* visock_release() cancelled the work: the reply's clock. */
+		visock_hs_kick(vsk);
+	}
+	release_sock(sk);
+	if (later)
+		return visock_tx_close(vsk);
+	ops = visock_lazy_base(vsk);
 	return ops->close && ops->close(vsk);
 }
 

@@ -162,6 +162,8 @@ struct visock_rx_stamp {
  * @sw_reply_in: the reply arrived, in @sw_reply (visock_lazy.c)
  * @sw_reply: the reply as received
  * @sw_reply_at: jiffies when it arrived
+ * @sw_hold: a close that came while the switch reply was awaited: the
+ *	close work waits until the switch settled (visock_lazy.c)
  * @tx_cqe: completion handler of RDMA WRITEs (visock_tx_done())
  * @ctrl_cqe: completion handler of cursor messages (visock_tx_ctrl_done())
  */
@@ -242,6 +244,7 @@ struct visock_dp {
 	bool sw_reply_in;
 	u8 sw_reply[VISOCK_CDC_LEN];
 	unsigned long sw_reply_at;
+	bool sw_hold;
 
 	struct ib_cqe tx_cqe;
 	struct ib_cqe ctrl_cqe;
