@@ -2151,6 +2151,183 @@ static void lazy_crossed(struct vt_ctx *c)
 	lazy_end(c, lfd, keeper);
 }
 
+/*
+ * close() or shutdown(SHUT_WR) during a switch's round trip: the
+ * initiator writes past byte L - 1 (a non-blocking write stops at L: its
+ * SWITCH is out, the reply not in) and at once closes, or shuts down and
+ * reads to the end.  debugfs sw_delay_ms makes the responder handle the
+ * SWITCH 100 ms late, so the close always falls inside the round trip.
+ * The responder reads every byte (checked) and the end of the stream,
+ * never a reset; after a shutdown it answers with a few bytes, which
+ * the initiator reads before its own end.  Rounds alternate the
+ * initiator (client, server) and the end (close, shutdown); in the
+ * second phase the server's end of the QP is full (lgr_link_conns 1),
+ * so the switches are declined (a server that cannot start one writes
+ * its DECLINE and takes all L + 1 bytes).  Each host settles every
+ * connection once, switched or declined, and resets none.
+ */
+#define LCS_ROUNDS	40	/* per phase */
+#define LCS_DELAY_MS	100
+#define LCS_ANSWER	300
+#define LCS_WAIT_MS	10000
+
+static uint8_t lcs_byte(int r, int off)
+{
+	return (uint8_t)(r * 31 + off * 11 + (off >> 9) + 7);
+}
+
+/*
+ * Initiator of round @r; false if its connection was reset.  @wrote:
+ * the bytes its write took, L (its SWITCH is out) or, if it could not
+ * even start a switch (@all_ok), all L + 1.
+ */
+static bool lcs_initiator(int fd, int r, bool shut, bool all_ok,
+			  ssize_t *wrote)
+{
+	static uint8_t out[LAZY_L + 1];
+	uint8_t in[LCS_ANSWER];
+	size_t got = 0;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < (int)sizeof(out); i++)
+		out[i] = lcs_byte(r, i);
+	su_nonblock(fd, true);
+	n = send(fd, out, sizeof(out), MSG_NOSIGNAL);
+	vt_assert(n == LAZY_L || (all_ok && n == LAZY_L + 1),
+		  "round %d: a non-blocking write of L + 1 bytes took %zd (%s)",
+		  r, n, n < 0 ? vt_errname(errno) : "bytes");
+	*wrote = n;
+	su_nonblock(fd, false);
+	if (!shut)
+		return true;	/* close() right away */
+	vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+	while (got < sizeof(in)) {
+		n = su_read_within(fd, in + got, sizeof(in) - got, LCS_WAIT_MS);
+		if (n < 0 && errno == ECONNRESET)
+			return false;
+		vt_assert(n > 0, "round %d: %zu of %d answer bytes, then %s", r,
+			  got, LCS_ANSWER, n < 0 ? vt_errname(errno) : "EOF");
+		got += n;
+	}
+	for (i = 0; i < LCS_ANSWER; i++)
+		vt_assert(in[i] == lcs_byte(r + 1, i),
+			  "round %d: answer byte %d wrong", r, i);
+	do {
+		n = read(fd, in, 1);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == ECONNRESET)
+		return false;
+	vt_assert(!n, "round %d: expected the end after the answer, got %s",
+		  r, n < 0 ? vt_errname(errno) : "data");
+	return true;
+}
+
+/* Responder of round @r; false if its connection was reset. */
+static bool lcs_responder(int fd, int r, bool shut, size_t *read_)
+{
+	static uint8_t in[LAZY_L + 1];
+	uint8_t out[LCS_ANSWER];
+	size_t got = 0;
+	ssize_t n;
+	int i;
+
+	for (;;) {
+		n = su_read_within(fd, in + got, sizeof(in) - got, LCS_WAIT_MS);
+		if (n < 0 && errno == ECONNRESET)
+			return false;
+		vt_assert(n >= 0, "round %d: read after %zu bytes: %s", r, got,
+			  vt_errname(errno));
+		if (!n)
+			break;
+		got += n;
+		vt_assert(got <= LAZY_L + 1, "round %d: more than L + 1 bytes",
+			  r);
+	}
+	*read_ = got;
+	for (i = 0; i < (int)got; i++)
+		vt_assert(in[i] == lcs_byte(r, i), "round %d: byte %d wrong", r,
+			  i);
+	if (shut) {
+		for (i = 0; i < LCS_ANSWER; i++)
+			out[i] = lcs_byte(r + 1, i);
+		su_write_all(fd, out, sizeof(out));
+	}
+	return true;
+}
+
+static void lazy_close_switch(struct vt_ctx *c)
+{
+	long long switches, declined, reset, sw[2], dec[2], want;
+	int lfd, port, keeper, fd, r, resets = 0, phase;
+	bool hook, shut, mine, ok;
+	ssize_t wrote = 0;
+	size_t got = 0;
+
+	/* Without the hook the rounds still run; the counters then fail. */
+	hook = hu_debugfs_ready("sw_delay_ms");
+	if (!hook)
+		vt_diag("no debugfs file visock/sw_delay_ms");
+	reset = hu_proc("lazy_switch_reset");
+	for (phase = 0; phase < 2; phase++) {
+		/* Second phase: the server's QP end takes only the keeper. */
+		if (phase == 1 && !vt_is_client(c)) {
+			fresh_group();
+			hu_sysctl_set("lgr_link_conns", 1);
+		}
+		keeper = lazy_begin(c, &lfd, &port);
+		if (hook)
+			hu_set_ll(SW_DELAY, LCS_DELAY_MS);
+		switches = hu_proc("lazy_switches");
+		declined = hu_proc("lazy_switch_declined");
+		for (r = 0; r < LCS_ROUNDS; r++) {
+			/* Rounds 0, 1: the client initiates; 2, 3: the server. */
+			mine = vt_is_client(c) == !(r & 2);
+			shut = r & 1;
+			fd = vt_is_client(c) ? connect_rcvbuf(c, port, 0) :
+					       su_accept(lfd, SOCK_CLOEXEC);
+			ok = mine ? lcs_initiator(fd, r, shut, phase, &wrote) :
+				    lcs_responder(fd, r, shut, &got);
+			if (!ok) {
+				resets++;
+				vt_diag("phase %d round %d: reset on the %s (%s)",
+					phase, r, mine ? "initiator" : "responder",
+					shut ? "shutdown" : "close");
+			}
+			close(fd);
+			/* Every byte the initiator's write took, no more. */
+			if (mine) {
+				vt_send_num(c, "lcs wrote", wrote);
+			} else {
+				want = vt_recv_num(c, "lcs wrote");
+				vt_assert(!ok || (long long)got == want,
+					  "phase %d round %d: read %zu bytes and the end, the initiator wrote %lld",
+					  phase, r, got, want);
+			}
+			vt_sync(c, "lcs: round done");
+		}
+		sw[phase] = hu_proc("lazy_switches") - switches;
+		dec[phase] = hu_proc("lazy_switch_declined") - declined;
+		if (hook)
+			hu_set_ll(SW_DELAY, 0);
+		if (phase == 1 && !vt_is_client(c))
+			hu_sysctl_set("lgr_link_conns", saved[1].val);
+		lazy_end(c, lfd, keeper);
+	}
+	vt_diag("%d connections: switched %lld then %lld, declined %lld then %lld, lazy_switch_reset +%lld, resets seen %d",
+		2 * LCS_ROUNDS, sw[0], sw[1], dec[0], dec[1],
+		hu_proc("lazy_switch_reset") - reset, resets);
+	vt_assert(!resets, "%d connections were reset", resets);
+	vt_assert(hu_proc("lazy_switch_reset") == reset,
+		  "lazy_switch_reset +%lld", hu_proc("lazy_switch_reset") - reset);
+	vt_assert(sw[0] == LCS_ROUNDS && !dec[0],
+		  "first phase: switched %lld, declined %lld, expected %d and 0",
+		  sw[0], dec[0], LCS_ROUNDS);
+	vt_assert(!sw[1] && dec[1] == LCS_ROUNDS,
+		  "second phase: switched %lld, declined %lld, expected 0 and %d",
+		  sw[1], dec[1], LCS_ROUNDS);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -2182,6 +2359,8 @@ static const struct vt_test tests[] = {
 	T(lazy_after_close, 600, "lazy start: streams right after a close never reset"),
 	T(lazy_download, 300, "lazy start: a download switches, started by the server"),
 	T(lazy_crossed, 600, "lazy start: both sides start the switch at once, 20 times"),
+	T(lazy_close_switch, 900,
+	  "lazy start: close or shutdown during the switch ends the stream cleanly"),
 };
 
 int main(int argc, char **argv)
