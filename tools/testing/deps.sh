@@ -8,7 +8,7 @@
 # entry points calls it first; a second run installs nothing.
 #
 #   deps.sh demo|bench [--kernel 6.1|6.12]   one test-bed kernel (6.12)
-#   deps.sh check                            both kernels, kernel source
+#   deps.sh check                            6.1, 6.12, 7.3, kernel source
 #   deps.sh fleet                            6.1, 6.12 and 7.3 (check-fleet)
 #   deps.sh debug                            check-debug's build tools
 #   deps.sh --list demo|bench|check|fleet|debug   print the host packages
@@ -101,7 +101,7 @@ deps_main() {
 	case $target in
 	demo)	kernels=("$kernel") ;;
 	bench)	kernels=("$kernel") optional=("${bench_optional[@]}") ;;
-	check)	kernels=(all) pkgs+=("${check_pkgs[@]}") ;;
+	check)	kernels=(all 7.3) pkgs+=("${check_pkgs[@]}") ;;
 	fleet)	kernels=(all 7.3) pkgs+=("${check_pkgs[@]}") ;;
 	debug)	pkgs+=("${debug_pkgs[@]}") ;;
 	*)	usage ;;
