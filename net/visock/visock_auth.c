@@ -21,6 +21,14 @@
  * key id and nonce of TLV AUTH itself.  Binding both nonces makes a
  * REP or CONFIRM valid for one handshake only.
  *
+ * The switch of a lazy connection (visock_lazy.c) uses the same key and
+ * MAC: its SWITCH carries TLV AUTH like a REQ (the initiator in the
+ * client's place, the responder's nonce and token zero).  Its reply is a
+ * fixed 32-byte message on the QP with room for no nonce and only
+ * VISOCK_SWREP_TAG_LEN bytes of MAC: the first bytes of the MAC
+ * (visock_auth_tag()) over the reply, with the initiator's nonce and
+ * both tokens.
+ *
  * The connection's keys for the record layer are derived from the same
  * PSK, both nonces and both tokens (visock_kdf_derive()).
  */
@@ -87,30 +95,22 @@ int visock_auth_mac_key(const u8 *psk, unsigned int psk_len, u32 key_id,
 	return err;
 }
 
-/**
- * visock_auth_mac() - MAC of one handshake message
- * @key: the MAC key (visock_auth_mac_key())
- * @ctx: the handshake's nonces and tokens
- * @msg: the encoded message
- * @len: its length
- * @mac_off: offset of the MAC field in @msg, whose bytes count as zeros
- * @mac: VISOCK_AUTH_MAC_LEN bytes of output
- *
- * Context: process context, may sleep.
- * Return: 0, -EINVAL if the MAC field is not inside @msg, or an error of
- * the crypto API.
+/*
+ * HMAC-SHA-256 of @msg in the context @ctx, with the @field_len bytes at
+ * @field_off (where the MAC or tag travels) taken as zeros.
  */
-int visock_auth_mac(const u8 key[VISOCK_KDF_HASH_LEN],
-		    const struct visock_auth_ctx *ctx, const u8 *msg,
-		    unsigned int len, unsigned int mac_off,
-		    u8 mac[VISOCK_AUTH_MAC_LEN])
+static int visock_auth_hmac(const u8 key[VISOCK_KDF_HASH_LEN],
+			    const struct visock_auth_ctx *ctx, const u8 *msg,
+			    unsigned int len, unsigned int field_off,
+			    unsigned int field_len, u8 out[VISOCK_AUTH_MAC_LEN])
 {
 	static const u8 zeros[VISOCK_AUTH_MAC_LEN];
 	struct crypto_shash *hmac;
 	u8 tokens[8];
 	int err;
 
-	if (mac_off > len || len - mac_off < VISOCK_AUTH_MAC_LEN)
+	if (field_len > sizeof(zeros) || field_off > len ||
+	    len - field_off < field_len)
 		return -EINVAL;
 	hmac = visock_kdf_alloc();
 	if (IS_ERR(hmac))
@@ -135,19 +135,41 @@ int visock_auth_mac(const u8 key[VISOCK_KDF_HASH_LEN],
 		if (!err)
 			err = crypto_shash_update(desc, tokens, sizeof(tokens));
 		if (!err)
-			err = crypto_shash_update(desc, msg, mac_off);
+			err = crypto_shash_update(desc, msg, field_off);
 		if (!err)
-			err = crypto_shash_update(desc, zeros, sizeof(zeros));
+			err = crypto_shash_update(desc, zeros, field_len);
 		if (!err)
 			err = crypto_shash_update(desc,
-						  msg + mac_off + sizeof(zeros),
-						  len - mac_off - sizeof(zeros));
+						  msg + field_off + field_len,
+						  len - field_off - field_len);
 		if (!err)
-			err = crypto_shash_final(desc, mac);
+			err = crypto_shash_final(desc, out);
 		shash_desc_zero(desc);
 	}
 	crypto_free_shash(hmac);
 	return err;
+}
+
+/**
+ * visock_auth_mac() - MAC of one handshake message
+ * @key: the MAC key (visock_auth_mac_key())
+ * @ctx: the handshake's nonces and tokens
+ * @msg: the encoded message
+ * @len: its length
+ * @mac_off: offset of the MAC field in @msg, whose bytes count as zeros
+ * @mac: VISOCK_AUTH_MAC_LEN bytes of output
+ *
+ * Context: process context, may sleep.
+ * Return: 0, -EINVAL if the MAC field is not inside @msg, or an error of
+ * the crypto API.
+ */
+int visock_auth_mac(const u8 key[VISOCK_KDF_HASH_LEN],
+		    const struct visock_auth_ctx *ctx, const u8 *msg,
+		    unsigned int len, unsigned int mac_off,
+		    u8 mac[VISOCK_AUTH_MAC_LEN])
+{
+	return visock_auth_hmac(key, ctx, msg, len, mac_off,
+				VISOCK_AUTH_MAC_LEN, mac);
 }
 
 /**
@@ -166,13 +188,72 @@ int visock_auth_verify(const u8 key[VISOCK_KDF_HASH_LEN],
 		       const struct visock_auth_ctx *ctx, const u8 *msg,
 		       unsigned int len, unsigned int mac_off)
 {
+	return visock_auth_tag_verify(key, ctx, msg, len, mac_off,
+				      VISOCK_AUTH_MAC_LEN);
+}
+
+/**
+ * visock_auth_tag() - a MAC truncated to the room a message has for it
+ * @key: the MAC key (visock_auth_mac_key())
+ * @ctx: the exchange's nonces and tokens
+ * @msg: the encoded message
+ * @len: its length
+ * @tag_off: offset of the tag field in @msg, whose bytes count as zeros
+ * @tag_len: its length, 1..VISOCK_AUTH_MAC_LEN
+ * @tag: @tag_len bytes of output: the first bytes of the MAC
+ *
+ * For messages of a fixed size that cannot carry a whole MAC (the switch
+ * reply of a lazy connection, VISOCK_SWREP_TAG_LEN bytes).
+ *
+ * Context: process context, may sleep.
+ * Return: 0, -EINVAL if the tag field is not inside @msg, or an error of
+ * the crypto API.
+ */
+int visock_auth_tag(const u8 key[VISOCK_KDF_HASH_LEN],
+		    const struct visock_auth_ctx *ctx, const u8 *msg,
+		    unsigned int len, unsigned int tag_off,
+		    unsigned int tag_len, u8 *tag)
+{
 	u8 mac[VISOCK_AUTH_MAC_LEN];
 	int err;
 
-	err = visock_auth_mac(key, ctx, msg, len, mac_off, mac);
-	if (err)
-		return err;
-	return crypto_memneq(mac, msg + mac_off, sizeof(mac)) ? -EBADMSG : 0;
+	if (!tag_len)
+		return -EINVAL;
+	err = visock_auth_hmac(key, ctx, msg, len, tag_off, tag_len, mac);
+	if (!err)
+		memcpy(tag, mac, tag_len);
+	memzero_explicit(mac, sizeof(mac));
+	return err;
+}
+
+/**
+ * visock_auth_tag_verify() - check a MAC or truncated MAC a message carries
+ * @key: the MAC key
+ * @ctx: the exchange's nonces and tokens
+ * @msg: the message as received
+ * @len: its length
+ * @tag_off: offset of its tag
+ * @tag_len: length of the tag, 1..VISOCK_AUTH_MAC_LEN
+ *
+ * Context: process context, may sleep.
+ * Return: 0 if the tag is right, -EBADMSG if not, -EINVAL or an error of
+ * the crypto API if it could not be computed.
+ */
+int visock_auth_tag_verify(const u8 key[VISOCK_KDF_HASH_LEN],
+			   const struct visock_auth_ctx *ctx, const u8 *msg,
+			   unsigned int len, unsigned int tag_off,
+			   unsigned int tag_len)
+{
+	u8 mac[VISOCK_AUTH_MAC_LEN];
+	int err;
+
+	if (!tag_len)
+		return -EINVAL;
+	err = visock_auth_hmac(key, ctx, msg, len, tag_off, tag_len, mac);
+	if (!err && crypto_memneq(mac, msg + tag_off, tag_len))
+		err = -EBADMSG;
+	memzero_explicit(mac, sizeof(mac));
+	return err;
 }
 
 /**

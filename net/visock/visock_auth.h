@@ -14,10 +14,13 @@
 
 /**
  * struct visock_auth_ctx - what a handshake MAC binds beside the message
- * @client_nonce: the client's nonce (TLV AUTH of REQ or SWITCH)
- * @server_nonce: the server's nonce (TLV AUTH of REP); zero in REQ
- * @client_token: the client's token; its REQ carries it
- * @server_token: the server's token; zero in REQ
+ * @client_nonce: the client's nonce (TLV AUTH of REQ), or the initiator's
+ *	of a lazy switch (TLV AUTH of SWITCH)
+ * @server_nonce: the server's nonce (TLV AUTH of REP); zero in REQ and
+ *	in a lazy switch, whose reply has no room for one
+ * @client_token: the client's (initiator's) token; its REQ (SWITCH)
+ *	carries it
+ * @server_token: the server's (responder's) token; zero in REQ and SWITCH
  */
 struct visock_auth_ctx {
 	u8 client_nonce[VISOCK_AUTH_NONCE_LEN];
@@ -60,6 +63,14 @@ int visock_auth_mac(const u8 key[VISOCK_KDF_HASH_LEN],
 int visock_auth_verify(const u8 key[VISOCK_KDF_HASH_LEN],
 		       const struct visock_auth_ctx *ctx, const u8 *msg,
 		       unsigned int len, unsigned int mac_off);
+int visock_auth_tag(const u8 key[VISOCK_KDF_HASH_LEN],
+		    const struct visock_auth_ctx *ctx, const u8 *msg,
+		    unsigned int len, unsigned int tag_off,
+		    unsigned int tag_len, u8 *tag);
+int visock_auth_tag_verify(const u8 key[VISOCK_KDF_HASH_LEN],
+			   const struct visock_auth_ctx *ctx, const u8 *msg,
+			   unsigned int len, unsigned int tag_off,
+			   unsigned int tag_len);
 int visock_auth_conn_derive(const u8 *psk, unsigned int psk_len,
 			    struct visock_auth_conn *c);
 

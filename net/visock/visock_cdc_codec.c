@@ -245,7 +245,9 @@ static bool visock_swrep_valid(const struct visock_swrep *m)
 	if (!(m->flags & VISOCK_SWREP_F_ACCEPT))
 		return !m->flags && m->reason && m->reason <= VISOCK_FB_MAX &&
 		       !m->rbuf_class && !m->rtoken && !m->rbuf_addr &&
-		       !m->rbuf_rkey && !m->pos;
+		       !m->rbuf_rkey && !m->pos && !m->tag;
+	if (!(m->flags & VISOCK_SWREP_F_AUTH) && m->tag)
+		return false;
 	return !m->reason && m->rbuf_class < VISOCK_SIZECLASS_COUNT &&
 	       (m->rtoken & VISOCK_TOKEN_IDX_MASK);
 }
@@ -278,7 +280,8 @@ int visock_swrep_encode(const struct visock_swrep *m, u8 *buf,
 	visock_put_be32((u32)m->rbuf_addr, buf + 16);
 	visock_put_be32(m->rbuf_rkey, buf + 20);
 	visock_put_be32(m->pos, buf + 24);
-	visock_put_be32(m->reason, buf + 28);
+	BUILD_BUG_ON(VISOCK_SWREP_TAG_OFF != 28 || VISOCK_SWREP_TAG_LEN != 4);
+	visock_put_be32(m->reason | m->tag, buf + VISOCK_SWREP_TAG_OFF);
 	return VISOCK_CDC_LEN;
 }
 
@@ -309,7 +312,10 @@ int visock_swrep_decode(const u8 *buf, unsigned int len,
 		       visock_get_be32(buf + 16);
 	m->rbuf_rkey = visock_get_be32(buf + 20);
 	m->pos = visock_get_be32(buf + 24);
-	m->reason = visock_get_be32(buf + 28);
+	if (m->flags & VISOCK_SWREP_F_ACCEPT)
+		m->tag = visock_get_be32(buf + VISOCK_SWREP_TAG_OFF);
+	else
+		m->reason = visock_get_be32(buf + VISOCK_SWREP_TAG_OFF);
 	if (!visock_swrep_valid(m)) {
 		memset(m, 0, sizeof(*m));
 		return -EBADMSG;

@@ -654,16 +654,6 @@ int visock_hs_make_vc(struct visock_sock *vsk, struct visock_hs_msg *m,
 	struct visock_vc_params p = {};
 	int err;
 
-	/*
-	 * A lazy connection's switch carries no authentication yet: where
-	 * it is required, such a connection stays on TCP.
-	 */
-	if ((type == VISOCK_HS_SWITCH ||
-	     (req && req->type == VISOCK_HS_SWITCH)) &&
-	    visock_hs_auth_policy(vsk) >= VISOCK_AUTH_REQUIRE) {
-		atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_missing);
-		return -EACCES;
-	}
 	err = visock_hs_addrs(vsk, &local, &peer);
 	if (err)
 		return err;
@@ -688,6 +678,201 @@ int visock_hs_make_vc(struct visock_sock *vsk, struct visock_hs_msg *m,
 	m->features = 0;
 	visock_vc_local_params(vsk->vc, m);
 	return 0;
+}
+
+/**
+ * visock_hs_switch_auth() - authenticate the SWITCH an initiator sends
+ * @vsk: a lazy connection starting its switch
+ * @m: its SWITCH, as visock_hs_make_vc() described it
+ *
+ * Where net.visock.auth is on and the namespace has a current key, adds
+ * TLV AUTH with a fresh nonce; visock_hs_send() adds the MAC.  The
+ * reply is checked with visock_hs_swrep_open().
+ *
+ * Context: process context, under lock_sock(@vsk); may sleep.
+ * Return: 0 (authenticated, or plain where that is allowed), -EACCES if
+ * authentication is required and there is no key (decline the switch,
+ * reason AUTH_MISSING), -ECONNREFUSED if the policy then resets the
+ * connection, or another negative errno.
+ */
+int visock_hs_switch_auth(struct visock_sock *vsk, struct visock_hs_msg *m)
+{
+	int policy = visock_hs_auth_policy(vsk);
+	int err;
+
+	lockdep_assert_held(&vsk->sk.sk_lock);
+	visock_hs_auth_drop(vsk);
+	if (policy == VISOCK_AUTH_OFF)
+		return 0;
+	err = visock_hs_auth_begin(vsk, 0);
+	if (err == -ENOKEY) {
+		if (policy < VISOCK_AUTH_REQUIRE)
+			return 0;
+		atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_missing);
+		if (policy == VISOCK_AUTH_REFUSE)
+			return -ECONNREFUSED;
+		WRITE_ONCE(vsk->fb_reason, VISOCK_FB_AUTH_MISSING);
+		return -EACCES;
+	}
+	if (err)
+		return err;
+	get_random_bytes(vsk->auth->ctx.client_nonce, VISOCK_AUTH_NONCE_LEN);
+	vsk->auth->ctx.client_token = m->token;
+	visock_hs_auth_put(vsk, m, vsk->auth->ctx.client_nonce);
+	return 0;
+}
+
+/*
+ * The peer's SWITCH cannot be authenticated (@reason AUTH or
+ * AUTH_MISSING): count it; the reason to decline with, or -ECONNREFUSED
+ * where the policy resets instead.
+ */
+static int visock_hs_switch_auth_fail(struct visock_sock *vsk, u8 reason)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	if (reason == VISOCK_FB_AUTH)
+		atomic64_inc(&vn->auth_failed);
+	else
+		atomic64_inc(&vn->auth_missing);
+	visock_hs_auth_drop(vsk);
+	if (visock_hs_auth_policy(vsk) == VISOCK_AUTH_REFUSE)
+		return -ECONNREFUSED;
+	WRITE_ONCE(vsk->fb_reason, reason);
+	return reason;
+}
+
+/**
+ * visock_hs_switch_check() - check the authentication of a peer's SWITCH
+ * @vsk: a lazy connection about to respond to it
+ * @sw: the SWITCH, decoded
+ * @buf: the SWITCH as received
+ * @len: its length
+ *
+ * Before the responder acts on the SWITCH, as a server checks a REQ:
+ * with net.visock.auth off TLV AUTH is ignored; else a SWITCH that
+ * carries it must name a key this namespace holds and its MAC must
+ * verify, and one without it is taken only where authentication is
+ * preferred, not required.  On success with TLV AUTH, @vsk->auth holds
+ * what visock_hs_swrep_seal() needs.
+ *
+ * Context: process context, under lock_sock(@vsk); may sleep.
+ * Return: 0 to go on, a positive enum visock_fallback_reason to decline
+ * the switch with (then the socket's fallback reason), -ECONNREFUSED to
+ * reset the connection (net.visock.auth 3), or another negative errno.
+ */
+int visock_hs_switch_check(struct visock_sock *vsk,
+			   const struct visock_hs_msg *sw, const u8 *buf,
+			   int len)
+{
+	int policy = visock_hs_auth_policy(vsk);
+	int err;
+
+	lockdep_assert_held(&vsk->sk.sk_lock);
+	visock_hs_auth_drop(vsk);
+	if (policy == VISOCK_AUTH_OFF)
+		return 0;
+	if (!(sw->present & VISOCK_HSF(VISOCK_TLV_AUTH))) {
+		if (policy < VISOCK_AUTH_REQUIRE)
+			return 0;
+		return visock_hs_switch_auth_fail(vsk, VISOCK_FB_AUTH_MISSING);
+	}
+	err = visock_hs_auth_begin(vsk, sw->auth_key_id);
+	if (err == -ENOKEY)
+		return visock_hs_switch_auth_fail(vsk, VISOCK_FB_AUTH);
+	if (err)
+		return err;
+	memcpy(vsk->auth->ctx.client_nonce, sw->auth_nonce,
+	       VISOCK_AUTH_NONCE_LEN);
+	vsk->auth->ctx.client_token = sw->token;
+	err = visock_hs_auth_check(vsk, sw, buf, len);
+	if (err == -EBADMSG)
+		return visock_hs_switch_auth_fail(vsk, VISOCK_FB_AUTH);
+	if (err)
+		visock_hs_auth_drop(vsk);
+	return err;
+}
+
+/**
+ * visock_hs_swrep_seal() - authenticate a responder's accepting reply
+ * @vsk: the responder, after visock_hs_switch_check()
+ * @r: the accepted reply, complete but for the tag
+ *
+ * If the SWITCH was authenticated, sets VISOCK_SWREP_F_AUTH and the tag:
+ * the first VISOCK_SWREP_TAG_LEN bytes of the MAC of the encoded reply,
+ * bound to the initiator's nonce and both tokens.
+ *
+ * Context: process context, under lock_sock(@vsk); may sleep.
+ * Return: 0, or a negative errno (nothing may be sent then).
+ */
+int visock_hs_swrep_seal(struct visock_sock *vsk, struct visock_swrep *r)
+{
+	u8 buf[VISOCK_CDC_LEN];
+	u8 tag[VISOCK_SWREP_TAG_LEN];
+	int err;
+
+	lockdep_assert_held(&vsk->sk.sk_lock);
+	if (!vsk->auth)
+		return 0;
+	r->flags |= VISOCK_SWREP_F_AUTH;
+	r->tag = 0;
+	vsk->auth->ctx.server_token = r->rtoken;
+	err = visock_swrep_encode(r, buf, sizeof(buf));
+	if (err < 0)
+		return err;
+	err = visock_auth_tag(vsk->auth->mac_key, &vsk->auth->ctx, buf,
+			      sizeof(buf), VISOCK_SWREP_TAG_OFF, sizeof(tag),
+			      tag);
+	if (!err)
+		r->tag = (u32)tag[0] << 24 | (u32)tag[1] << 16 |
+			 (u32)tag[2] << 8 | tag[3];
+	return err;
+}
+
+/**
+ * visock_hs_swrep_open() - check the authentication of a switch reply
+ * @vsk: the initiator, whose SWITCH visock_hs_switch_auth() made
+ * @r: the accepted reply, decoded
+ * @buf: the reply as received, VISOCK_CDC_LEN bytes
+ *
+ * Context: process context, under lock_sock(@vsk); may sleep.
+ * Return: 0 (authenticated, or plain where that is allowed), -EBADMSG if
+ * the tag does not verify or was not asked for, -EACCES if the reply is
+ * plain where authentication is required, or another negative errno.
+ * The responder writes over RDMA already: on any error the caller resets
+ * the connection.
+ */
+int visock_hs_swrep_open(struct visock_sock *vsk, const struct visock_swrep *r,
+			 const u8 *buf)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+	int err;
+
+	lockdep_assert_held(&vsk->sk.sk_lock);
+	if (!vsk->auth) {
+		if (!(r->flags & VISOCK_SWREP_F_AUTH))
+			return 0;
+		atomic64_inc(&vn->auth_failed);
+		return -EBADMSG;
+	}
+	if (!(r->flags & VISOCK_SWREP_F_AUTH)) {
+		/* A responder that does not authenticate (or an older one). */
+		visock_hs_auth_drop(vsk);
+		if (visock_hs_auth_policy(vsk) < VISOCK_AUTH_REQUIRE)
+			return 0;
+		atomic64_inc(&vn->auth_missing);
+		return -EACCES;
+	}
+	vsk->auth->ctx.server_token = r->rtoken;
+	err = visock_auth_tag_verify(vsk->auth->mac_key, &vsk->auth->ctx, buf,
+				     VISOCK_CDC_LEN, VISOCK_SWREP_TAG_OFF,
+				     VISOCK_SWREP_TAG_LEN);
+	if (err) {
+		if (err == -EBADMSG)
+			atomic64_inc(&vn->auth_failed);
+		visock_hs_auth_drop(vsk);
+	}
+	return err;
 }
 
 /**
@@ -796,8 +981,15 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 	vsk->hs_deadline = jiffies + visock_hs_timeout(vsk);
 }
 
-/* The handshake was authenticated: count it and say so. */
-static void visock_hs_auth_done(struct visock_sock *vsk)
+/**
+ * visock_hs_auth_done() - the handshake or switch was authenticated
+ * @vsk: socket about to use RDMA
+ *
+ * Counts it and marks the socket, if it was (@vsk->auth is set).
+ *
+ * Context: process context, under lock_sock(@vsk).
+ */
+void visock_hs_auth_done(struct visock_sock *vsk)
 {
 	if (!vsk->auth)
 		return;

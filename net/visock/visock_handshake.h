@@ -27,5 +27,14 @@ u8 visock_hs_vc_reason(int err);
 int visock_hs_switch_decline(struct visock_sock *vsk,
 			     const struct visock_hs_msg *sw, u32 reason);
 void visock_hs_queue_at(struct visock_sock *vsk, unsigned long when);
+void visock_hs_auth_done(struct visock_sock *vsk);
+int visock_hs_switch_auth(struct visock_sock *vsk, struct visock_hs_msg *m);
+int visock_hs_switch_check(struct visock_sock *vsk,
+			   const struct visock_hs_msg *sw, const u8 *buf,
+			   int len);
+struct visock_swrep;
+int visock_hs_swrep_seal(struct visock_sock *vsk, struct visock_swrep *r);
+int visock_hs_swrep_open(struct visock_sock *vsk, const struct visock_swrep *r,
+			 const u8 *buf);
 
 #endif /* _NET_VISOCK_HANDSHAKE_H */

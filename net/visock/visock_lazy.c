@@ -229,6 +229,7 @@ static void visock_lazy_switched(struct visock_sock *vsk)
 {
 	atomic64_inc(&visock_net(sock_net(&vsk->sk))->switches);
 	WRITE_ONCE(vsk->sw_state, VISOCK_SW_DONE);
+	visock_hs_auth_done(vsk);
 	visock_hs_success(vsk);
 	visock_lazy_wake(vsk);
 }
@@ -272,6 +273,9 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 	/* Only onto a QP that is up: a new one would need the handshake. */
 	if (!err && !visock_vc_reused(vsk->vc))
 		err = -ENOLINK;
+	/* TLV AUTH where net.visock.auth asks for it. */
+	if (!err)
+		err = visock_hs_switch_auth(vsk, &m);
 	/* The server writes as soon as it answers. */
 	if (!err)
 		err = visock_vc_register_rx(vsk->vc);
@@ -282,6 +286,11 @@ static int visock_lazy_switch(struct visock_sock *vsk)
 		if (vsk->vc)
 			visock_vc_peer_quiet(vsk->vc);
 		visock_rdma_destroy_vc(vsk);
+		if (err == -ECONNREFUSED) {
+			/* No key, and net.visock.auth resets then. */
+			visock_lazy_fail(vsk, ECONNREFUSED);
+			return err;
+		}
 		/*
 		 * The peer expects a message at byte L: a DECLINE in place
 		 * of the SWITCH keeps both ends on TCP.
@@ -403,6 +412,10 @@ static void visock_lazy_init_reply(struct visock_sock *vsk)
 		return;
 	}
 	if (!(r.flags & VISOCK_SWREP_F_ACCEPT)) {
+		/* The responder could not authenticate our SWITCH. */
+		if (r.reason == VISOCK_FB_AUTH ||
+		    r.reason == VISOCK_FB_AUTH_MISSING)
+			WRITE_ONCE(vsk->fb_reason, r.reason);
 		/* Nothing of ours is on the peer's QP end: drop ours. */
 		visock_lazy_drop_vc(vsk);
 		visock_lazy_declined(vsk);
@@ -429,6 +442,14 @@ static void visock_lazy_init_reply(struct visock_sock *vsk)
 		bad = vsk->sw_rx_msg;
 	if (bad) {
 		visock_lazy_fail(vsk, EPROTO);
+		return;
+	}
+	/*
+	 * The responder writes over RDMA already: a reply that is not
+	 * authenticated as net.visock.auth asks cannot be declined.
+	 */
+	if (visock_hs_swrep_open(vsk, &r, buf)) {
+		visock_lazy_fail(vsk, ECONNRESET);
 		return;
 	}
 	m.type = VISOCK_HS_REP;
@@ -483,6 +504,9 @@ static int visock_lazy_send_reply(struct visock_sock *vsk,
 	r.rbuf_rkey = m->rbuf_rkey;
 	/* Our TCP bytes end here: every later one goes over RDMA. */
 	r.pos = (u32)vsk->sw_tx_pos;
+	err = visock_hs_swrep_seal(vsk, &r);
+	if (err)
+		return err;
 	spin_lock_bh(&dp->lock);
 	err = visock_cdc_send_swrep_locked(dp, &r);
 	if (err)
@@ -491,17 +515,33 @@ static int visock_lazy_send_reply(struct visock_sock *vsk,
 	return err;
 }
 
-/* Responder: answer the peer's SWITCH @sw.  Under lock_sock(). */
+/*
+ * Responder: answer the peer's SWITCH @sw (@len bytes in @buf).  Under
+ * lock_sock().
+ */
 static void visock_lazy_respond(struct visock_sock *vsk,
-				const struct visock_hs_msg *sw, bool own)
+				const struct visock_hs_msg *sw, const u8 *buf,
+				int len, bool own)
 {
 	struct visock_hs_msg m;
+	u32 reason = 0;
 	int err;
 
 	visock_hs_note_peer(vsk, sw);
 	/* A side that shut its sending side has nothing to switch. */
 	err = (vsk->sk.sk_shutdown | vsk->tcp->sk->sk_shutdown) &
 	      SEND_SHUTDOWN ? -ESHUTDOWN : 0;
+	/* Before anything is set up for it, as a server checks a REQ. */
+	if (!err)
+		err = visock_hs_switch_check(vsk, sw, buf, len);
+	if (err == -ECONNREFUSED) {
+		visock_lazy_fail(vsk, ECONNREFUSED);
+		return;
+	}
+	if (err > 0) {
+		reason = err;
+		err = -EACCES;
+	}
 	if (!err)
 		err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REP, sw);
 	if (!err)
@@ -512,10 +552,10 @@ static void visock_lazy_respond(struct visock_sock *vsk,
 		err = visock_lazy_send_reply(vsk, sw, &m, own);
 	if (err) {
 		visock_rdma_destroy_vc(vsk);
-		if (visock_hs_switch_decline(vsk, sw,
-					     err == -ESHUTDOWN ?
-					     VISOCK_FB_PEER_DECLINE :
-					     visock_hs_vc_reason(err))) {
+		if (!reason)
+			reason = err == -ESHUTDOWN ? VISOCK_FB_PEER_DECLINE :
+				 visock_hs_vc_reason(err);
+		if (visock_hs_switch_decline(vsk, sw, reason)) {
 			/* The initiator cannot learn it: it times out too. */
 			visock_lazy_fail(vsk, ECONNRESET);
 			return;
@@ -593,7 +633,7 @@ static void visock_lazy_peer_msg(struct visock_sock *vsk)
 	}
 	switch (vsk->sw_state) {
 	case VISOCK_SW_NONE:
-		visock_lazy_respond(vsk, &sw, false);
+		visock_lazy_respond(vsk, &sw, buf, len, false);
 		break;
 	case VISOCK_SW_WAIT:
 		/*
@@ -612,7 +652,7 @@ static void visock_lazy_peer_msg(struct visock_sock *vsk)
 			break;
 		}
 		WRITE_ONCE(vsk->sw_state, VISOCK_SW_NONE);
-		visock_lazy_respond(vsk, &sw, true);
+		visock_lazy_respond(vsk, &sw, buf, len, true);
 		break;
 	case VISOCK_SW_DECLINED:
 		/* We stay on TCP; the peer waits for an answer. */

@@ -367,17 +367,24 @@ int visock_ctl_peek(const u8 *buf, unsigned int len, u8 *type, u32 *val);
  *   20  __be32 rkey       its remote key (accepted)
  *   24  __be32 pos        low 32 bits of the responder's switch position:
  *                         the stream bytes it sent over TCP (accepted)
- *   28  __be32 reason     enum visock_fallback_reason (declined), else 0
+ *   28  __be32 reason     enum visock_fallback_reason (declined); tag
+ *                         (accepted with VISOCK_SWREP_F_AUTH), else 0
  *
  * Accepted: VISOCK_SWREP_F_ACCEPT, reason 0.  Declined: neither
  * VISOCK_SWREP_F_ACCEPT nor another flag, a nonzero reason, every other
- * field 0.
+ * field 0.  An accepted reply to a SWITCH whose MAC the responder
+ * verified has VISOCK_SWREP_F_AUTH and, in place of the reason, the
+ * first VISOCK_SWREP_TAG_LEN bytes of the MAC of the reply
+ * (visock_auth.c); only a SWITCH with TLV AUTH gets such a reply.
  */
 #define VISOCK_SWREP_TYPE	0xc7
 #define VISOCK_SWREP_F_ACCEPT	0x01	/* switched: the fields are valid */
 #define VISOCK_SWREP_F_OWN_REQ	0x02	/* our SWITCH follows our byte L - 1 */
 #define VISOCK_SWREP_F_DONE	0x04	/* we shut our sending side at pos */
-#define VISOCK_SWREP_F_ALL	0x07
+#define VISOCK_SWREP_F_AUTH	0x08	/* the SWITCH's MAC verified: tag */
+#define VISOCK_SWREP_F_ALL	0x0f
+#define VISOCK_SWREP_TAG_OFF	28
+#define VISOCK_SWREP_TAG_LEN	4
 
 /**
  * struct visock_swrep - decoded switch reply
@@ -389,6 +396,8 @@ int visock_ctl_peek(const u8 *buf, unsigned int len, u8 *type, u32 *val);
  * @rbuf_rkey: its remote key
  * @pos: low 32 bits of the responder's switch position
  * @reason: enum visock_fallback_reason of a decline
+ * @tag: the truncated MAC of an authenticated reply (VISOCK_SWREP_F_AUTH),
+ *	the bytes at VISOCK_SWREP_TAG_OFF as a big-endian number
  */
 struct visock_swrep {
 	u32 token;
@@ -399,6 +408,7 @@ struct visock_swrep {
 	u32 rbuf_rkey;
 	u32 pos;
 	u32 reason;
+	u32 tag;
 };
 
 int visock_swrep_encode(const struct visock_swrep *m, u8 *buf,

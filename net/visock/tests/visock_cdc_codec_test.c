@@ -290,7 +290,7 @@ static void swrep_accept(struct visock_swrep *m)
 }
 
 /* Case @i of the replies nobody may send. */
-#define SWREP_BAD_CASES 8
+#define SWREP_BAD_CASES 9
 static void swrep_bad(struct visock_swrep *b, unsigned int i)
 {
 	swrep_accept(b);
@@ -299,7 +299,7 @@ static void swrep_bad(struct visock_swrep *b, unsigned int i)
 		b->token = 0;
 		break;
 	case 1:
-		b->flags |= 0x08;
+		b->flags |= 0x10;
 		break;
 	case 2:
 		b->rbuf_class = VISOCK_SIZECLASS_COUNT;
@@ -309,6 +309,10 @@ static void swrep_bad(struct visock_swrep *b, unsigned int i)
 		break;
 	case 4:
 		b->reason = 1;
+		break;
+	case 8:
+		/* A tag without the flag that says it is one. */
+		b->tag = 1;
 		break;
 	default:
 		/* Declined ones: no reason, too large a one, a flag. */
@@ -348,6 +352,17 @@ static void swrep_test(struct kunit *test)
 						  &out), -EBADMSG);
 	KUNIT_EXPECT_EQ(test, visock_swrep_encode(&m, buf, VISOCK_CDC_LEN - 1),
 			-EINVAL);
+
+	/* Authenticated: the tag where a decline has its reason. */
+	m.flags |= VISOCK_SWREP_F_AUTH;
+	m.tag = 0xdeadbeef;
+	KUNIT_ASSERT_EQ(test, visock_swrep_encode(&m, buf, sizeof(buf)),
+			VISOCK_CDC_LEN);
+	KUNIT_EXPECT_EQ(test, buf[2], 0x0b);
+	KUNIT_EXPECT_EQ(test, memcmp(buf + VISOCK_SWREP_TAG_OFF,
+				     "\xde\xad\xbe\xef", 4), 0);
+	KUNIT_ASSERT_EQ(test, visock_swrep_decode(buf, VISOCK_CDC_LEN, &out), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(&m, &out, sizeof(m)), 0);
 
 	/* Declined: a reason and the token, nothing else. */
 	memset(&m, 0, sizeof(m));

@@ -1402,12 +1402,14 @@ static void fz_swrep_msg(struct fuzz *f, struct visock_swrep *m)
 	memset(m, 0, sizeof(*m));
 	m->token = r & 1 ? fz_u32(f) | 1 : fz_edge(f) | 1;
 	if ((r >> 1) & 1) {
-		m->flags = VISOCK_SWREP_F_ACCEPT | (((r >> 2) & 3) << 1);
+		m->flags = VISOCK_SWREP_F_ACCEPT | (((r >> 2) & 7) << 1);
 		m->rbuf_class = fz_below(f, VISOCK_SIZECLASS_COUNT);
 		m->rtoken = fz_u32(f) | (1 + fz_below(f, VISOCK_TOKEN_IDX_MASK));
 		m->rbuf_addr = fz_u64(f);
 		m->rbuf_rkey = fz_u32(f);
-		m->pos = (r >> 4) & 1 ? fz_u32(f) : fz_edge(f);
+		m->pos = (r >> 5) & 1 ? fz_u32(f) : fz_edge(f);
+		if (m->flags & VISOCK_SWREP_F_AUTH)
+			m->tag = fz_u32(f);
 	} else {
 		m->reason = 1 + fz_below(f, VISOCK_FB_MAX);
 	}
@@ -1427,12 +1429,17 @@ static int ref_swrep(const u8 *b, unsigned int len, struct visock_swrep *m)
 	m->rbuf_addr = fz_get(b + 12, 8);
 	m->rbuf_rkey = fz_get(b + 20, 4);
 	m->pos = fz_get(b + 24, 4);
-	m->reason = fz_get(b + 28, 4);
+	/* Bytes 28..31: the tag of an accepted reply, else the reason. */
+	if (m->flags & VISOCK_SWREP_F_ACCEPT)
+		m->tag = fz_get(b + 28, 4);
+	else
+		m->reason = fz_get(b + 28, 4);
 	if (!m->token || (m->flags & ~VISOCK_SWREP_F_ALL))
 		goto bad;
 	if (m->flags & VISOCK_SWREP_F_ACCEPT) {
-		if (m->reason || m->rbuf_class >= VISOCK_SIZECLASS_COUNT ||
-		    !(m->rtoken & VISOCK_TOKEN_IDX_MASK))
+		if (m->rbuf_class >= VISOCK_SIZECLASS_COUNT ||
+		    !(m->rtoken & VISOCK_TOKEN_IDX_MASK) ||
+		    (m->tag && !(m->flags & VISOCK_SWREP_F_AUTH)))
 			goto bad;
 	} else if (m->flags || !m->reason || m->reason > VISOCK_FB_MAX ||
 		   m->rbuf_class || m->rtoken || m->rbuf_addr ||
