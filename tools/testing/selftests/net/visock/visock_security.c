@@ -2409,6 +2409,317 @@ static void psk_missing(struct vt_ctx *c)
 	close(fd);
 }
 
+/* ---- the lazy switch, authenticated ---- */
+
+/*
+ * psk_lazy_auth       same key, auth 1 then 2: a lazy connection
+ *                     switches to RDMA and says it is authenticated
+ * psk_lazy_mismatch   auth 2, the server's key replaced after the keeper
+ *                     came up: the lazy connection stays on TCP with
+ *                     reason AUTH on both ends, bytes intact
+ * psk_refuse          auth 3 and other keys: the handshake is reset; a
+ *                     lazy switch with the server's key replaced is reset
+ * psk_rotation        keys 1 and 2 on both, the client uses 2, the
+ *                     server 1: handshake and lazy switch authenticated
+ */
+#define PSK_LAZY_L	4096
+#define PSK_LAZY_BYTES	(1024 * 1024)
+#define PSK_XFER_MS	120000
+
+/*
+ * Lazy starts on, a listener made after that, and the keeper connection
+ * (a handshake) that brings the QP up.  Returns the keeper.
+ */
+static int psk_lazy_begin(struct vt_ctx *c, int *lfd, int *port)
+{
+	struct visock_info vi;
+	int keeper;
+
+	hu_write_ll(LAZY_BYTES, PSK_LAZY_L);
+	vt_sync(c, "lazy_bytes set");
+	if (vt_is_client(c)) {
+		*lfd = -1;
+		*port = su_recv_port(c);
+		keeper = su_connect(c, VT_FAMILY_VISOCK, false, *port);
+	} else {
+		*lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, *lfd);
+		keeper = su_accept(*lfd, SOCK_CLOEXEC);
+	}
+	hu_expect_rdma(keeper, "the keeper (handshake)", &vi);
+	vt_assert(vi.vi_flags & VISOCK_INFO_F_AUTH,
+		  "the keeper's handshake is not authenticated");
+	vt_sync(c, "keeper up");
+	return keeper;
+}
+
+/* The next lazy connection: connected or accepted, still on TCP. */
+static int psk_lazy_conn(struct vt_ctx *c, int lfd, int port)
+{
+	struct visock_info vi;
+	int fd;
+
+	fd = vt_is_client(c) ? su_connect(c, VT_FAMILY_VISOCK, false, port) :
+			       su_accept(lfd, SOCK_CLOEXEC);
+	hu_get_info(fd, &vi);
+	vt_assert((vi.vi_flags & VISOCK_INFO_F_LAZY) &&
+		  vi.vi_mode == VISOCK_MODE_TCP,
+		  "not a lazy start (flags %#x, mode %u)", vi.vi_flags,
+		  vi.vi_mode);
+	return fd;
+}
+
+/* The server's key 1 replaced by another secret under the same id. */
+static void psk_server_rekey(struct vt_ctx *c)
+{
+	if (!vt_is_client(c)) {
+		psk_clear();
+		psk_add(1, "fleet", PSK_B);
+	}
+	vt_sync(c, "server rekeyed");
+}
+
+/* A lazy connection moves PSK_LAZY_BYTES each way and is authenticated. */
+static void psk_lazy_expect_auth(struct vt_ctx *c, int lfd, int port,
+				 const char *what)
+{
+	long long ok0 = hu_proc("hs_auth_ok");
+	char out[PSK_OUT];
+	struct visock_info vi;
+	int fd, st;
+
+	fd = psk_lazy_conn(c, lfd, port);
+	su_xfer(&fd, 1, PSK_LAZY_BYTES, PSK_XFER_MS);
+	hu_get_info(fd, &vi);
+	vt_diag("%s: mode %u, flags %#x, reason %s, hs_auth_ok +%lld", what,
+		vi.vi_mode, vi.vi_flags, hu_fb_name(vi.vi_fallback_reason),
+		hu_proc("hs_auth_ok") - ok0);
+	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA &&
+		  (vi.vi_flags & VISOCK_INFO_F_LAZY) &&
+		  (vi.vi_flags & VISOCK_INFO_F_AUTH),
+		  "%s: mode %u flags %#x reason %s, expected a switched, authenticated connection",
+		  what, vi.vi_mode, vi.vi_flags,
+		  hu_fb_name(vi.vi_fallback_reason));
+	vt_assert(hu_proc("hs_auth_ok") >= ok0 + 1,
+		  "%s: hs_auth_ok did not count the switch", what);
+	st = psk_ctl_as(0, out, sizeof(out), "--json sockets --ino %lu",
+			hu_sock_ino(fd));
+	vt_assert(st == 0 && strstr(out, "\"auth\":true"),
+		  "%s: visockctl sockets does not show the authentication: %.300s",
+		  what, out);
+	vt_sync(c, "switch checked");
+	close(fd);
+}
+
+static void psk_lazy_auth(struct vt_ctx *c)
+{
+	int lfd, port, keeper;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	keeper = psk_lazy_begin(c, &lfd, &port);
+	psk_lazy_expect_auth(c, lfd, port, "auth 1");
+	hu_sysctl_set("auth", 2);
+	vt_sync(c, "auth 2");
+	psk_lazy_expect_auth(c, lfd, port, "auth 2");
+	close(keeper);
+	if (lfd >= 0)
+		close(lfd);
+}
+
+/* What the client writes before the transfer: twice the threshold. */
+static uint8_t psk_first[2 * PSK_LAZY_L];
+static const uint8_t psk_first_want[2 * PSK_LAZY_L];
+
+static void psk_lazy_mismatch(struct vt_ctx *c)
+{
+	long long failed0, declined0;
+	int lfd, port, keeper, fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet", PSK_A);
+	hu_sysctl_set("auth", 2);
+	keeper = psk_lazy_begin(c, &lfd, &port);
+	psk_server_rekey(c);
+	failed0 = hu_proc("hs_auth_failed");
+	declined0 = hu_proc("lazy_switch_declined");
+	fd = psk_lazy_conn(c, lfd, port);
+	/* The client's bytes reach L first: the server is the responder. */
+	if (vt_is_client(c)) {
+		su_write_all(fd, psk_first, sizeof(psk_first));
+	} else {
+		su_read_all(fd, psk_first, sizeof(psk_first));
+		vt_assert(!memcmp(psk_first, psk_first_want, sizeof(psk_first)),
+			  "the first %zu bytes changed", sizeof(psk_first));
+	}
+	su_xfer(&fd, 1, PSK_LAZY_BYTES, PSK_XFER_MS);
+	psk_expect_fallback(fd, VISOCK_FB_AUTH, vt_is_client(c) ?
+			    "client, other key" : "server, other key");
+	vt_diag("hs_auth_failed +%lld, lazy_switch_declined +%lld",
+		hu_proc("hs_auth_failed") - failed0,
+		hu_proc("lazy_switch_declined") - declined0);
+	vt_assert(hu_proc("lazy_switch_declined") >= declined0 + 1,
+		  "lazy_switch_declined did not count the switch");
+	if (!vt_is_client(c))
+		vt_assert(hu_proc("hs_auth_failed") >= failed0 + 1,
+			  "hs_auth_failed did not count the SWITCH");
+	vt_sync(c, "checked");
+	close(fd);
+	close(keeper);
+	if (lfd >= 0)
+		close(lfd);
+}
+
+/* Read until the connection ends; its errno, 0 for an orderly end. */
+static int psk_read_to_end(int fd, size_t *got)
+{
+	char buf[16384];
+	ssize_t n;
+
+	*got = 0;
+	for (;;) {
+		n = su_read_within(fd, buf, sizeof(buf), 30000);
+		if (n > 0) {
+			*got += n;
+			continue;
+		}
+		return n < 0 ? errno : 0;
+	}
+}
+
+/* Write @len bytes or until an error; the errno or 0. */
+static int psk_write_some(int fd, size_t len)
+{
+	static char buf[16384];
+	ssize_t n;
+
+	while (len) {
+		n = send(fd, buf, len < sizeof(buf) ? len : sizeof(buf),
+			 MSG_NOSIGNAL);
+		if (n < 0)
+			return errno;
+		len -= n;
+	}
+	return 0;
+}
+
+static bool psk_reset_err(int err)
+{
+	return err == ECONNRESET || err == ECONNREFUSED || err == EPIPE ||
+	       err == ECONNABORTED;
+}
+
+/*
+ * A connection that must be reset: the client writes PSK_LAZY_BYTES and
+ * reads, the server reads; both must see an error, not the end or all
+ * the bytes.
+ */
+static void psk_expect_reset(struct vt_ctx *c, int fd, const char *what)
+{
+	int werr = 0, rerr;
+	size_t got;
+
+	if (vt_is_client(c))
+		werr = psk_write_some(fd, PSK_LAZY_BYTES);
+	rerr = psk_read_to_end(fd, &got);
+	vt_diag("%s: write %s, read %s after %zu bytes", what,
+		werr ? strerror(werr) : "ok", rerr ? strerror(rerr) : "EOF",
+		got);
+	vt_assert(psk_reset_err(rerr) || psk_reset_err(werr),
+		  "%s: the connection was not reset (write %s, read %s after %zu bytes)",
+		  what, werr ? strerror(werr) : "ok",
+		  rerr ? strerror(rerr) : "EOF", got);
+	vt_assert(got < PSK_LAZY_BYTES,
+		  "%s: all %zu bytes arrived over a connection to be reset",
+		  what, got);
+}
+
+static void psk_refuse(struct vt_ctx *c)
+{
+	long long failed0, reset0;
+	struct sockaddr_storage ss;
+	int lfd = -1, port, keeper, fd;
+	socklen_t len;
+
+	hu_need_rdma(c);
+	/* The handshake with other keys. */
+	psk_clear();
+	psk_add(1, "fleet", vt_is_client(c) ? PSK_A : PSK_B);
+	hu_sysctl_set("auth", 3);
+	failed0 = hu_proc("hs_auth_failed");
+	vt_sync(c, "keys set");
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		len = su_peer_addr(c, false, port, &ss);
+		fd = su_socket(VT_FAMILY_VISOCK, false, SOCK_CLOEXEC);
+		if (connect(fd, (struct sockaddr *)&ss, len)) {
+			vt_diag("handshake: connect: %s", strerror(errno));
+			vt_assert(psk_reset_err(errno),
+				  "handshake: connect: %s, expected a reset",
+				  strerror(errno));
+		} else {
+			psk_expect_reset(c, fd, "handshake, other key");
+		}
+		close(fd);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	}
+	vt_sync(c, "handshake done");
+	if (!vt_is_client(c)) {
+		vt_diag("hs_auth_failed +%lld",
+			hu_proc("hs_auth_failed") - failed0);
+		vt_assert(hu_proc("hs_auth_failed") >= failed0 + 1,
+			  "hs_auth_failed did not count the REQ");
+		close(lfd);
+	}
+
+	/* A lazy switch, the server's key replaced after the keeper. */
+	psk_clear();
+	psk_add(1, "fleet", PSK_A);
+	keeper = psk_lazy_begin(c, &lfd, &port);
+	psk_server_rekey(c);
+	reset0 = hu_proc("lazy_switch_reset");
+	fd = psk_lazy_conn(c, lfd, port);
+	psk_expect_reset(c, fd, "lazy switch, other key");
+	vt_diag("lazy_switch_reset +%lld", hu_proc("lazy_switch_reset") - reset0);
+	if (!vt_is_client(c))
+		vt_assert(hu_proc("lazy_switch_reset") >= reset0 + 1,
+			  "lazy_switch_reset did not count the switch");
+	vt_sync(c, "checked");
+	close(fd);
+	close(keeper);
+	if (lfd >= 0)
+		close(lfd);
+}
+
+static void psk_rotation(struct vt_ctx *c)
+{
+	char out[PSK_OUT];
+	int lfd, port, keeper, st;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	psk_add(2, "fleet-b", PSK_B);
+	if (vt_is_client(c)) {
+		st = psk_ctl_as(0, out, sizeof(out), "key use 2");
+		vt_assert(st == 0, "key use 2: exit %d: %.300s", st, out);
+	}
+	st = psk_ctl_as(0, out, sizeof(out), "key list");
+	vt_diag("key list: %s", out);
+	hu_sysctl_set("auth", 2);
+	/* The keeper's handshake is authenticated with the client's key 2. */
+	keeper = psk_lazy_begin(c, &lfd, &port);
+	psk_lazy_expect_auth(c, lfd, port, "client on key 2, server on 1");
+	close(keeper);
+	if (lfd >= 0)
+		close(lfd);
+}
+
 /* Neither the hex text nor any 8 bytes of it in @out. */
 static void psk_no_secret_in(const char *out, const char *what)
 {
@@ -2504,10 +2815,18 @@ static const struct vt_test tests[] = {
 	T(memcg_rings, 300,
 	  "rings are charged to the socket's memory cgroup; over memory.max: TCP"),
 	T(psk_auth, 120, "same pre-shared key: RDMA, handshake authenticated"),
+	T(psk_lazy_auth, 300,
+	  "same key, auth 1 and 2: a lazy switch is authenticated"),
+	T(psk_lazy_mismatch, 300,
+	  "auth 2, other keys: a lazy switch stays on TCP with AUTH"),
 	T(psk_mismatch, 120, "other pre-shared keys: TCP with reason AUTH"),
 	T(psk_missing, 120,
 	  "a key required, the peer has none: TCP with AUTH_MISSING"),
 	T(psk_list_no_secret, 60, "visockctl key list never shows the secret"),
+	T(psk_refuse, 300,
+	  "auth 3, other keys: the handshake and a lazy switch are reset"),
+	T(psk_rotation, 300,
+	  "keys 1 and 2 on both, one side uses 2: still authenticated"),
 	T(psk_unprivileged, 60, "no key added or listed without CAP_NET_ADMIN"),
 };
 
