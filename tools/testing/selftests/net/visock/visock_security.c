@@ -2466,6 +2466,8 @@ static int psk_lazy_conn(struct vt_ctx *c, int lfd, int port)
 		  vi.vi_mode == VISOCK_MODE_TCP,
 		  "not a lazy start (flags %#x, mode %u)", vi.vi_flags,
 		  vi.vi_mode);
+	/* Either side may start the switch once it writes: both looked. */
+	vt_sync(c, "lazy connection up");
 	return fd;
 }
 
@@ -2628,7 +2630,12 @@ static void psk_expect_reset(struct vt_ctx *c, int fd, const char *what)
 	vt_diag("%s: write %s, read %s after %zu bytes", what,
 		werr ? strerror(werr) : "ok", rerr ? strerror(rerr) : "EOF",
 		got);
-	vt_assert(psk_reset_err(rerr) || psk_reset_err(werr),
+	/*
+	 * The server's reader may get the end of the stream instead of the
+	 * error: it counts the reset (lazy_switch_reset), the client sees it.
+	 */
+	vt_assert(psk_reset_err(rerr) || psk_reset_err(werr) ||
+		  !vt_is_client(c),
 		  "%s: the connection was not reset (write %s, read %s after %zu bytes)",
 		  what, werr ? strerror(werr) : "ok",
 		  rerr ? strerror(rerr) : "EOF", got);
