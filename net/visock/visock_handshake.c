@@ -607,13 +607,12 @@ static int visock_hs_auth_check(struct visock_sock *vsk,
 }
 
 /*
- * The handshake cannot be authenticated (@reason AUTH: a MAC did not
- * verify, AUTH_MISSING: not offered where required): settle on TCP, and
- * tell the peer first if we owe it a message (@owe), or reset the
- * connection where net.visock.auth says so.
+ * A handshake or a SWITCH cannot be authenticated (@reason AUTH: a MAC
+ * did not verify, AUTH_MISSING: not offered where required): count it
+ * and drop the connection's keys.  True where net.visock.auth says to
+ * reset rather than stay on TCP.
  */
-static void visock_hs_auth_fail(struct visock_sock *vsk, u8 reason,
-				bool owe)
+static bool visock_hs_auth_refused(struct visock_sock *vsk, u8 reason)
 {
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 
@@ -622,7 +621,18 @@ static void visock_hs_auth_fail(struct visock_sock *vsk, u8 reason,
 	else
 		atomic64_inc(&vn->auth_missing);
 	visock_hs_auth_drop(vsk);
-	if (visock_hs_auth_policy(vsk) == VISOCK_AUTH_REFUSE)
+	return visock_hs_auth_policy(vsk) == VISOCK_AUTH_REFUSE;
+}
+
+/*
+ * The handshake cannot be authenticated: settle on TCP, and tell the
+ * peer first if we owe it a message (@owe), or reset the connection
+ * where net.visock.auth says so.
+ */
+static void visock_hs_auth_fail(struct visock_sock *vsk, u8 reason,
+				bool owe)
+{
+	if (visock_hs_auth_refused(vsk, reason))
 		visock_hs_abort(vsk, ECONNREFUSED);
 	else if (owe)
 		visock_hs_decline_fallback(vsk, reason);
@@ -729,14 +739,7 @@ int visock_hs_switch_auth(struct visock_sock *vsk, struct visock_hs_msg *m)
  */
 static int visock_hs_switch_auth_fail(struct visock_sock *vsk, u8 reason)
 {
-	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
-
-	if (reason == VISOCK_FB_AUTH)
-		atomic64_inc(&vn->auth_failed);
-	else
-		atomic64_inc(&vn->auth_missing);
-	visock_hs_auth_drop(vsk);
-	if (visock_hs_auth_policy(vsk) == VISOCK_AUTH_REFUSE)
+	if (visock_hs_auth_refused(vsk, reason))
 		return -ECONNREFUSED;
 	WRITE_ONCE(vsk->fb_reason, reason);
 	return reason;
