@@ -690,6 +690,19 @@ int visock_hs_make_vc(struct visock_sock *vsk, struct visock_hs_msg *m,
 	return 0;
 }
 
+/*
+ * A SWITCH (ours or the peer's) cannot be authenticated (@reason AUTH or
+ * AUTH_MISSING): count it; the reason to decline with, or -ECONNREFUSED
+ * where the policy resets instead.
+ */
+static int visock_hs_switch_auth_fail(struct visock_sock *vsk, u8 reason)
+{
+	if (visock_hs_auth_refused(vsk, reason))
+		return -ECONNREFUSED;
+	WRITE_ONCE(vsk->fb_reason, reason);
+	return reason;
+}
+
 /**
  * visock_hs_switch_auth() - authenticate the SWITCH an initiator sends
  * @vsk: a lazy connection starting its switch
@@ -718,11 +731,8 @@ int visock_hs_switch_auth(struct visock_sock *vsk, struct visock_hs_msg *m)
 	if (err == -ENOKEY) {
 		if (policy < VISOCK_AUTH_REQUIRE)
 			return 0;
-		atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_missing);
-		if (policy == VISOCK_AUTH_REFUSE)
-			return -ECONNREFUSED;
-		WRITE_ONCE(vsk->fb_reason, VISOCK_FB_AUTH_MISSING);
-		return -EACCES;
+		err = visock_hs_switch_auth_fail(vsk, VISOCK_FB_AUTH_MISSING);
+		return err < 0 ? err : -EACCES;
 	}
 	if (err)
 		return err;
@@ -730,19 +740,6 @@ int visock_hs_switch_auth(struct visock_sock *vsk, struct visock_hs_msg *m)
 	vsk->auth->ctx.client_token = m->token;
 	visock_hs_auth_put(vsk, m, vsk->auth->ctx.client_nonce);
 	return 0;
-}
-
-/*
- * The peer's SWITCH cannot be authenticated (@reason AUTH or
- * AUTH_MISSING): count it; the reason to decline with, or -ECONNREFUSED
- * where the policy resets instead.
- */
-static int visock_hs_switch_auth_fail(struct visock_sock *vsk, u8 reason)
-{
-	if (visock_hs_auth_refused(vsk, reason))
-		return -ECONNREFUSED;
-	WRITE_ONCE(vsk->fb_reason, reason);
-	return reason;
 }
 
 /**
