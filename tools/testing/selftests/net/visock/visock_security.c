@@ -832,6 +832,50 @@ static int raw_connect(struct vt_ctx *c, int port, const struct in_addr *src)
 	return fd;
 }
 
+/*
+ * A lazy connection whose switch the server resets: its application
+ * reads exactly the @want bytes the client wrote before the switch
+ * (each @fill), then ECONNRESET; never a byte of the message after
+ * them, never the end of the stream.
+ */
+static void lazy_expect_prefix_reset(int fd, size_t want, char fill,
+				     const char *what)
+{
+	long long deadline = ctl_now_ms() + 30000;
+	char buf[16384];
+	size_t got = 0, bad = 0, i;
+	ssize_t n;
+	int err;
+
+	for (;;) {
+		/* Each recv() on its own: the bytes before an error count. */
+		if (ctl_now_ms() > deadline || !su_poll(fd, POLLIN, 30000)) {
+			n = -1;
+			errno = ETIMEDOUT;
+			break;
+		}
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break;
+		for (i = 0; i < (size_t)n; i++)
+			if (buf[i] != fill && !bad++)
+				vt_diag("%s: byte %zu is %#x, not %#x", what,
+					got + i, (unsigned char)buf[i],
+					(unsigned char)fill);
+		got += n;
+	}
+	err = n < 0 ? errno : 0;
+	vt_diag("%s: read %zu bytes (%zu not the client's), then %s", what,
+		got, bad, err ? vt_errname(err) : "EOF");
+	vt_assert(got == want && !bad,
+		  "%s: read %zu bytes, %zu of them not the client's; expected exactly its %zu",
+		  what, got, bad, want);
+	vt_assert(err == ECONNRESET, "%s: read ended with %s, expected ECONNRESET",
+		  what, err ? vt_errname(err) : "EOF");
+}
+
 static void hostile_cleanup(const struct vt_ctx *c)
 {
 	(void)c;
@@ -918,6 +962,8 @@ static void decline_foreign_qp(struct vt_ctx *c)
 			  "the server declined the SWITCH on another host's QP");
 		vt_assert(hu_proc_get("lazy_switch_foreign") == foreign0 + 1,
 			  "lazy_switch_foreign did not count the SWITCH");
+		lazy_expect_prefix_reset(fd, LAZY_L, 'p',
+					 "SWITCH for a foreign QP");
 		vt_sync(c, "checked");
 		su_xfer(&victim, 1, 64 * 1024, 60000);
 		close(fd);
@@ -968,6 +1014,105 @@ static void decline_foreign_qp(struct vt_ctx *c)
 	su_xfer(&victim, 1, 64 * 1024, 60000);
 	close(fd);
 	close(victim);
+	hu_set_ll(LAZY_BYTES, 0);
+}
+
+/*
+ * lazy_bad_switch: host B's raw_handshake client starts lazy connections
+ * (a keeper connection holds the QP up) and writes, after its byte
+ * LAZY_L - 1, a malformed message where its SWITCH would stand: one that
+ * is no handshake message (bad magic), a REQ, a SWITCH whose TLV runs
+ * past its end.  The server resets each connection: its application
+ * reads exactly the LAZY_L bytes before the message, then ECONNRESET,
+ * and it counts lazy_switch_reset.
+ */
+static const char *const bad_switch_names[] = {
+	"bad magic", "a REQ", "a TLV past the end",
+};
+
+static void bad_switch_msg(struct hmsg *m, unsigned int i, int fd)
+{
+	uint8_t v[4] = { 0 };
+	struct hparams rp;
+
+	raw_params(&rp, fd);
+	switch (i) {
+	case 0:
+		hm_setup_valid(m, HS_SWITCH, &rp);
+		put32(m->b, 0x47455420);	/* "GET " */
+		break;
+	case 1:
+		hm_setup_valid(m, HS_REQ, &rp);
+		break;
+	default:
+		hm_start(m, HS_SWITCH, HS_VERSION);
+		hm_tlv_raw(m, TLV_TOKEN, 64, v, sizeof(v));
+		hm_end(m);
+		break;
+	}
+}
+
+static void lazy_bad_switch(struct vt_ctx *c)
+{
+	struct visock_info vi;
+	int lfd, port, keeper, fd, i;
+	char pad[LAZY_L], what[64];
+	long long reset0;
+	unsigned int k;
+	struct hmsg m;
+
+	need_hostile(c, false);
+	hu_set_ll(LAZY_BYTES, LAZY_L);
+	vt_sync(c, "lazy_bytes set");
+	if (!vt_is_client(c)) {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		keeper = su_accept(lfd, SOCK_CLOEXEC);
+		hu_expect_rdma(keeper, "the keeper", NULL);
+		for (k = 0; k < ARRAY_SIZE(bad_switch_names); k++) {
+			snprintf(what, sizeof(what), "after byte %d: %s",
+				 LAZY_L - 1, bad_switch_names[k]);
+			reset0 = hu_proc("lazy_switch_reset");
+			vt_sync(c, "next");
+			fd = su_accept(lfd, SOCK_CLOEXEC);
+			for (i = 0; i < 500; i++) {
+				hu_get_info(fd, &vi);
+				if (vi.vi_flags & VISOCK_INFO_F_LAZY)
+					break;
+				usleep(10 * 1000);
+			}
+			vt_assert(vi.vi_flags & VISOCK_INFO_F_LAZY,
+				  "%s: not a lazy connection (flags %#x)",
+				  what, vi.vi_flags);
+			lazy_expect_prefix_reset(fd, LAZY_L, 'p', what);
+			vt_assert(hu_proc("lazy_switch_reset") >= reset0 + 1,
+				  "%s: lazy_switch_reset did not count it",
+				  what);
+			vt_sync(c, "read");
+			close(fd);
+		}
+		close(keeper);
+		close(lfd);
+		hu_set_ll(LAZY_BYTES, 0);
+		return;
+	}
+	port = su_recv_port(c);
+	/* The keeper brings the QP up: it proposes no lazy start. */
+	hu_set_ll(LAZY_BYTES, 0);
+	keeper = su_connect(c, VT_FAMILY_VISOCK, false, port);
+	hu_set_ll(LAZY_BYTES, LAZY_L);
+	hu_expect_rdma(keeper, "the keeper", NULL);
+	memset(pad, 'p', sizeof(pad));
+	for (k = 0; k < ARRAY_SIZE(bad_switch_names); k++) {
+		vt_sync(c, "next");
+		fd = raw_connect(c, port, NULL);
+		bad_switch_msg(&m, k, fd);
+		su_write_all(fd, pad, sizeof(pad));
+		su_write_all(fd, m.b, m.len);
+		vt_sync(c, "read");
+		close(fd);
+	}
+	close(keeper);
 	hu_set_ll(LAZY_BYTES, 0);
 }
 
@@ -2418,7 +2563,9 @@ static void psk_missing(struct vt_ctx *c)
  *                     came up: the lazy connection stays on TCP with
  *                     reason AUTH on both ends, bytes intact
  * psk_refuse          auth 3 and other keys: the handshake is reset; a
- *                     lazy switch with the server's key replaced is reset
+ *                     lazy switch with the server's key replaced is reset:
+ *                     the server reads the client's bytes before the
+ *                     SWITCH, then ECONNRESET
  * psk_rotation        keys 1 and 2 on both, the client uses 2, the
  *                     server 1: handshake and lazy switch authenticated
  */
@@ -2615,27 +2762,21 @@ static bool psk_reset_err(int err)
 }
 
 /*
- * A connection that must be reset: the client writes PSK_LAZY_BYTES and
- * reads, the server reads; both must see an error, not the end or all
+ * The client of a connection that must be reset: it writes
+ * PSK_LAZY_BYTES and reads; it must see an error, not the end or all
  * the bytes.
  */
-static void psk_expect_reset(struct vt_ctx *c, int fd, const char *what)
+static void psk_expect_reset(int fd, const char *what)
 {
-	int werr = 0, rerr;
+	int werr, rerr;
 	size_t got;
 
-	if (vt_is_client(c))
-		werr = psk_write_some(fd, PSK_LAZY_BYTES);
+	werr = psk_write_some(fd, PSK_LAZY_BYTES);
 	rerr = psk_read_to_end(fd, &got);
 	vt_diag("%s: write %s, read %s after %zu bytes", what,
 		werr ? strerror(werr) : "ok", rerr ? strerror(rerr) : "EOF",
 		got);
-	/*
-	 * The server's reader may get the end of the stream instead of the
-	 * error: it counts the reset (lazy_switch_reset), the client sees it.
-	 */
-	vt_assert(psk_reset_err(rerr) || psk_reset_err(werr) ||
-		  !vt_is_client(c),
+	vt_assert(psk_reset_err(rerr) || psk_reset_err(werr),
 		  "%s: the connection was not reset (write %s, read %s after %zu bytes)",
 		  what, werr ? strerror(werr) : "ok",
 		  rerr ? strerror(rerr) : "EOF", got);
@@ -2668,7 +2809,7 @@ static void psk_refuse(struct vt_ctx *c)
 				  "handshake: connect: %s, expected a reset",
 				  strerror(errno));
 		} else {
-			psk_expect_reset(c, fd, "handshake, other key");
+			psk_expect_reset(fd, "handshake, other key");
 		}
 		close(fd);
 	} else {
@@ -2691,7 +2832,15 @@ static void psk_refuse(struct vt_ctx *c)
 	psk_server_rekey(c);
 	reset0 = hu_proc("lazy_switch_reset");
 	fd = psk_lazy_conn(c, lfd, port);
-	psk_expect_reset(c, fd, "lazy switch, other key");
+	/*
+	 * The server reads the client's bytes before its SWITCH, then the
+	 * reset: the SWITCH that did not verify is no part of the stream.
+	 */
+	if (vt_is_client(c))
+		psk_expect_reset(fd, "lazy switch, other key");
+	else
+		lazy_expect_prefix_reset(fd, PSK_LAZY_L, 0,
+					 "lazy switch, other key");
 	vt_diag("lazy_switch_reset +%lld", hu_proc("lazy_switch_reset") - reset0);
 	if (!vt_is_client(c))
 		vt_assert(hu_proc("lazy_switch_reset") >= reset0 + 1,
@@ -2801,6 +2950,8 @@ static void psk_unprivileged(struct vt_ctx *c)
 static const struct vt_test tests[] = {
 	T(tcp_ulp, 60, "TCP_ULP refused on every visock socket"),
 	T(decline_foreign_qp, 120, "a SWITCH naming another host's QP posts nothing on it"),
+	T(lazy_bad_switch, 120,
+	  "a malformed SWITCH: the server reads the bytes before it, then a reset"),
 	T(sockopt_allowlist, 60,
 	  "only allowed options reach the internal TCP socket"),
 	{ "backlog_bound", backlog_bound_client, backlog_bound_server, 120,
