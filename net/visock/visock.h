@@ -461,6 +461,11 @@ enum visock_sw_state {
 	VISOCK_SW_WAIT,		/* our SWITCH sent, waiting for the reply */
 	VISOCK_SW_DONE,		/* switched: data moves over RDMA */
 	VISOCK_SW_DECLINED,	/* stays on TCP for good */
+	/*
+	 * The switch failed, the connection is reset: the peer's bytes
+	 * before @sw_rx_end can still be read, then the error
+	 */
+	VISOCK_SW_RESET,
 };
 
 /* Handshake states (visock_handshake.c) */

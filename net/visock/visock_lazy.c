@@ -44,7 +44,11 @@
  * dropped from the stream.  A reply that does not come within
  * net.visock.handshake_timeout_ms of TCP's acknowledgment of the SWITCH,
  * or a malformed message, resets the connection: neither side could go
- * on safely.
+ * on safely.  So does a responder that cannot decline, or whose
+ * net.visock.auth refuses the SWITCH.  The reader of a reset connection
+ * gets the peer's bytes before its message after byte L - 1 and then
+ * the error (ECONNRESET on the responder), never the message itself
+ * (visock_lazy_fail()).
  *
  * close() or shutdown(SHUT_WR) while the initiator waits for the reply
  * end the stream where it goes once the switch settles: shutdown waits
@@ -88,6 +92,7 @@ enum visock_lazy_rx_phase {
 	VISOCK_LZ_SKIP,		/* drop the peer's SWITCH message */
 	VISOCK_LZ_WAIT,		/* nothing to read until the switch settles */
 	VISOCK_LZ_RING,		/* switched: read the ring */
+	VISOCK_LZ_RESET,	/* the switch failed: only the error is left */
 };
 
 /**
@@ -141,6 +146,9 @@ static int visock_lazy_rx_phase(const struct visock_sock *vsk, u64 *room)
 		*room = vsk->sw_rx_end - vsk->sw_rx_pos;
 		return VISOCK_LZ_TCP;
 	}
+	/* Where the peer's message stands (or may): the reset, not it. */
+	if (st == VISOCK_SW_RESET)
+		return VISOCK_LZ_RESET;
 	if (READ_ONCE(vsk->sw_skip))
 		return VISOCK_LZ_SKIP;
 	if (!READ_ONCE(vsk->sw_peer_seen) || st == VISOCK_SW_NONE ||
@@ -196,13 +204,26 @@ static void visock_lazy_drop_vc(struct visock_sock *vsk)
 		visock_rdma_destroy_vc(vsk);
 }
 
-/* The stream cannot be trusted: reset, and never try again. */
+/*
+ * The stream cannot be trusted: reset, and never try again.  The reader
+ * still gets the peer's bytes that stand before its message after its
+ * byte L - 1 (read, or still to come there), then @err instead of the
+ * message; where no message stands before the rest of TCP (declined
+ * and dropped already, or none can come), every byte TCP still has,
+ * then @err instead of the end of the stream.
+ */
 static void visock_lazy_fail(struct visock_sock *vsk, int err)
 {
+	bool msg_ahead;
+
+	lockdep_assert_held(&vsk->sk.sk_lock);
 	atomic64_inc(&visock_net(sock_net(&vsk->sk))->switch_reset);
-	WRITE_ONCE(vsk->sw_state, VISOCK_SW_DECLINED);
+	msg_ahead = vsk->sw_skip ||
+		    (!vsk->sw_peer_seen && vsk->sw_rx_end != U64_MAX);
+	WRITE_ONCE(vsk->sw_state, VISOCK_SW_RESET);
 	WRITE_ONCE(vsk->sw_skip, 0);
-	WRITE_ONCE(vsk->sw_rx_end, U64_MAX);
+	if (!msg_ahead)
+		WRITE_ONCE(vsk->sw_rx_end, U64_MAX);
 	WRITE_ONCE(vsk->sw_peer_seen, true);
 	vsk->sw_tx_msg = VISOCK_HS_DECLINE;	/* nothing more to write */
 	if (vsk->sw_closing) {
@@ -535,7 +556,8 @@ static void visock_lazy_respond(struct visock_sock *vsk,
 	if (!err)
 		err = visock_hs_switch_check(vsk, sw, buf, len);
 	if (err == -ECONNREFUSED) {
-		visock_lazy_fail(vsk, ECONNREFUSED);
+		/* net.visock.auth resets: the stream is established already. */
+		visock_lazy_fail(vsk, ECONNRESET);
 		return;
 	}
 	if (err > 0) {
@@ -585,14 +607,14 @@ static void visock_lazy_peer_msg(struct visock_sock *vsk)
 		return;
 	len = visock_hs_msg_len(buf, n);
 	if (len < 0) {
-		visock_lazy_fail(vsk, EPROTO);
+		visock_lazy_fail(vsk, ECONNRESET);
 		return;
 	}
 	if (visock_tcp_peek_at(vsk->tcp, off, buf, len) < len)
 		return;
 	if (visock_hs_decode(buf, len, &sw) ||
 	    (sw.type != VISOCK_HS_SWITCH && sw.type != VISOCK_HS_DECLINE)) {
-		visock_lazy_fail(vsk, EPROTO);
+		visock_lazy_fail(vsk, ECONNRESET);
 		return;
 	}
 	if (unlikely(READ_ONCE(visock_test_sw_delay_ms)) &&
@@ -663,7 +685,7 @@ static void visock_lazy_peer_msg(struct visock_sock *vsk)
 		break;
 	default:
 		/* A SWITCH can only follow the switch it started. */
-		visock_lazy_fail(vsk, EPROTO);
+		visock_lazy_fail(vsk, ECONNRESET);
 		break;
 	}
 }
@@ -850,6 +872,7 @@ static bool visock_lazy_rx_ready(struct visock_sock *vsk)
 	case VISOCK_LZ_WAIT:
 		return visock_lazy_rx_eof(vsk);
 	case VISOCK_LZ_RING:
+	case VISOCK_LZ_RESET:
 		return true;
 	default:
 		return !skb_queue_empty_lockless(&tsk->sk_receive_queue) ||
@@ -909,12 +932,23 @@ int visock_lazy_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 				VISOCK_STAT_ADD(sk, tcp_bytes_rcvd, ret);
 				continue;
 			}
-		} else if (visock_lazy_rx_eof(vsk)) {
-			ret = 0;
-		} else {
-			ret = visock_lazy_err(vsk);
-			if (!ret)
-				ret = -EAGAIN;
+			/* TCP's end after a failed switch: the reset. */
+			if (!ret && READ_ONCE(vsk->sw_state) == VISOCK_SW_RESET)
+				ph = VISOCK_LZ_RESET;
+		} else if (ph == VISOCK_LZ_WAIT) {
+			if (visock_lazy_rx_eof(vsk)) {
+				ret = 0;
+			} else {
+				ret = visock_lazy_err(vsk);
+				if (!ret)
+					ret = -EAGAIN;
+			}
+		}
+		if (ph == VISOCK_LZ_RESET) {
+			/* The bytes before it first; reported once, as TCP. */
+			if (!copied)
+				ret = visock_lazy_err(vsk);
+			break;
 		}
 		if (ret == 0 || (ret < 0 && ret != -EAGAIN))
 			break;		/* end of the stream, or an error */
@@ -1061,6 +1095,8 @@ __poll_t visock_lazy_poll(struct visock_sock *vsk, __poll_t tcp_mask)
 	ph = visock_lazy_rx_phase(vsk, &room);
 	if (ph == VISOCK_LZ_WAIT)
 		mask &= ~(EPOLLIN | EPOLLRDNORM);
+	else if (ph == VISOCK_LZ_RESET)
+		mask |= EPOLLIN | EPOLLRDNORM;	/* the error is there */
 	else if (ph != VISOCK_LZ_RING)
 		mask = (mask & ~(EPOLLIN | EPOLLRDNORM)) |
 		       (tcp_mask & (EPOLLIN | EPOLLRDNORM));
