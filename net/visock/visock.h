@@ -81,6 +81,8 @@
  *	named a key this side does not hold
  * @auth_missing: handshakes not authenticated where net.visock.auth
  *	required it (no key here, none offered by the peer, a lazy switch)
+ * @xform: net.visock.transform, enum visock_xform new connections offer
+ *	(client) or accept (server) in an authenticated handshake
  * @pol_lock: serialises changes of @policy (visock_policy.c)
  * @policy: destination policy rules; read under RCU, replaced under
  *	@pol_lock
@@ -159,6 +161,7 @@ struct visock_net {
 	atomic64_t auth_ok;
 	atomic64_t auth_failed;
 	atomic64_t auth_missing;
+	int xform;
 	/* Serialises changes of policy; process context (netlink) only */
 	struct mutex pol_lock;
 	struct visock_policy_table __rcu *policy;

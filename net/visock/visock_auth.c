@@ -260,29 +260,36 @@ int visock_auth_tag_verify(const u8 key[VISOCK_KDF_HASH_LEN],
  * visock_auth_conn_derive() - derive an authenticated connection's keys
  * @psk: the pre-shared key the handshake was authenticated with
  * @psk_len: its length
- * @c: @c->ctx filled in; receives one key and IV salt per direction
+ * @c: @c->ctx and @c->xform filled in; receives one key and IV salt per
+ *	direction
  *
  * Context: process context, may sleep.
- * Return: 0 or an error of visock_kdf_derive() (then the keys are wiped).
+ * Return: 0, -EINVAL for an unknown @c->xform, or an error of
+ * visock_kdf_derive() (then the keys are wiped).
  */
 int visock_auth_conn_derive(const u8 *psk, unsigned int psk_len,
 			    struct visock_auth_conn *c)
 {
+	const struct visock_xform_info *xf;
 	struct visock_kdf_params p = {
 		.psk = psk,
 		.psk_len = psk_len,
 		.client_token = c->ctx.client_token,
 		.server_token = c->ctx.server_token,
-		.xform = VISOCK_AUTH_CONN_XFORM,
+		.xform = c->xform ? c->xform : VISOCK_AUTH_CONN_XFORM,
 	};
 	int dir, err = 0;
+
+	xf = visock_xform_get(p.xform);
+	if (!xf)
+		return -EINVAL;
+	memzero_explicit(c->key, sizeof(c->key));
 
 	BUILD_BUG_ON(VISOCK_AUTH_NONCE_LEN != VISOCK_KDF_NONCE_LEN);
 	memcpy(p.client_nonce, c->ctx.client_nonce, VISOCK_KDF_NONCE_LEN);
 	memcpy(p.server_nonce, c->ctx.server_nonce, VISOCK_KDF_NONCE_LEN);
 	for (dir = VISOCK_KDF_C2S; dir <= VISOCK_KDF_S2C && !err; dir++)
-		err = visock_kdf_derive(&p, dir, c->key[dir],
-					VISOCK_AUTH_CONN_KEYLEN,
+		err = visock_kdf_derive(&p, dir, c->key[dir], xf->key_size,
 					c->iv_salt[dir], VISOCK_XFORM_IV_LEN);
 	if (err) {
 		memzero_explicit(c->key, sizeof(c->key));

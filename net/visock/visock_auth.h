@@ -30,26 +30,35 @@ struct visock_auth_ctx {
 };
 
 /*
- * The transform the connection keys are derived for: until records are
- * on the data path and a transform is negotiated, the strongest AEAD.
+ * The transform the connection keys are derived for when none was
+ * negotiated: the strongest AEAD.  Keys are at most this long.
  */
 #define VISOCK_AUTH_CONN_XFORM	VISOCK_XFORM_AES256_GCM
-#define VISOCK_AUTH_CONN_KEYLEN	32
+#define VISOCK_AUTH_CONN_KEYLEN	VISOCK_XFORM_MAX_KEY
 
 /**
  * struct visock_auth_conn - an authenticated connection's key material
  * @key_id: the pre-shared key the handshake is authenticated with
  * @mac_key: the handshake MAC key of that key (visock_auth_mac_key())
  * @ctx: nonces and tokens of the handshake
- * @key: one key per enum visock_kdf_dir, for VISOCK_AUTH_CONN_XFORM
+ * @xform: the negotiated transform (enum visock_xform), set before the
+ *	keys are derived; VISOCK_XFORM_NONE derives them for
+ *	VISOCK_AUTH_CONN_XFORM
+ * @offer_n: client: entries of @offer
+ * @offer: client: the transforms its REQ offered (TLV XFORM)
+ * @key: one key per enum visock_kdf_dir, for @xform (its key size; the
+ *	rest is zero)
  * @iv_salt: the IV salt of each direction
  *
- * Kept for the record layer; nothing on the data path uses it yet.
+ * The record layer of the data path is keyed from it.
  */
 struct visock_auth_conn {
 	u32 key_id;
 	u8 mac_key[VISOCK_KDF_HASH_LEN];
 	struct visock_auth_ctx ctx;
+	u8 xform;
+	u8 offer_n;
+	u8 offer[VISOCK_XFORM_OFFER_MAX];
 	u8 key[2][VISOCK_AUTH_CONN_KEYLEN];
 	u8 iv_salt[2][VISOCK_XFORM_IV_LEN];
 };

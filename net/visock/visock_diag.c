@@ -51,6 +51,7 @@
 #include "visock_lgr.h"
 #include "visock_rdma.h"
 #include "visock_stats.h"
+#include "visock_auth.h"
 
 /* Last socket number given out; numbers are unique while loaded. */
 static atomic64_t visock_diag_last_id = ATOMIC64_INIT(0);
@@ -254,6 +255,8 @@ void visock_diag_info(struct visock_sock *vsk, struct visock_info *info)
 		info->vi_flags |= VISOCK_INFO_F_LINK_UP;
 	if (test_bit(VISOCK_F_AUTH, &vsk->flags))
 		info->vi_flags |= VISOCK_INFO_F_AUTH;
+	if (test_bit(VISOCK_F_AUTH, &vsk->flags) && vsk->auth)
+		info->vi_xform = vsk->auth->xform;
 	visock_dp_query(vsk, info, NULL);
 }
 

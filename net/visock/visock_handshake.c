@@ -580,6 +580,65 @@ static int visock_hs_auth_derive(struct visock_sock *vsk)
 	return err;
 }
 
+/*
+ * Client of an authenticated handshake: offer the transforms
+ * net.visock.transform asks for (TLV XFORM of @m, the REQ).
+ */
+static void visock_hs_xform_offer(struct visock_sock *vsk,
+				  struct visock_hs_msg *m)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+	struct visock_auth_conn *a = vsk->auth;
+
+	a->offer_n = visock_xform_offer(READ_ONCE(vn->xform), a->offer,
+					VISOCK_XFORM_OFFER_MAX);
+	if (!a->offer_n)
+		return;
+	m->present |= VISOCK_HSF(VISOCK_TLV_XFORM);
+	m->xform_n = a->offer_n;
+	memcpy(m->xform, a->offer, a->offer_n);
+}
+
+/*
+ * Client: the transform the server chose in @rep, if any, must be one we
+ * offered (an unauthenticated REP can choose none).  Sets it in
+ * @vsk->auth; false if the choice is not valid.
+ */
+static bool visock_hs_xform_chosen(struct visock_sock *vsk,
+				   const struct visock_hs_msg *rep)
+{
+	if (!(rep->present & VISOCK_HSF(VISOCK_TLV_XFORM)))
+		return true;
+	if (!vsk->auth || !(rep->present & VISOCK_HSF(VISOCK_TLV_AUTH)) ||
+	    rep->xform_n != 1 ||
+	    !memchr(vsk->auth->offer, rep->xform[0], vsk->auth->offer_n))
+		return false;
+	vsk->auth->xform = rep->xform[0];
+	return true;
+}
+
+/*
+ * Server of an authenticated handshake: choose from the client's offer
+ * in @req (none without one) and tell the client in @m, the REP.
+ */
+static void visock_hs_xform_choose(struct visock_sock *vsk,
+				   const struct visock_hs_msg *req,
+				   struct visock_hs_msg *m)
+{
+	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+	u8 x = VISOCK_XFORM_NONE;
+
+	if (req->present & VISOCK_HSF(VISOCK_TLV_XFORM))
+		x = visock_xform_choose(READ_ONCE(vn->xform), req->xform,
+					req->xform_n);
+	vsk->auth->xform = x;
+	if (!x)
+		return;
+	m->present |= VISOCK_HSF(VISOCK_TLV_XFORM);
+	m->xform_n = 1;
+	m->xform[0] = x;
+}
+
 /* Add TLV AUTH with our @nonce to @m; visock_hs_send() adds the MAC. */
 static void visock_hs_auth_put(struct visock_sock *vsk,
 			       struct visock_hs_msg *m, const u8 *nonce)
@@ -970,6 +1029,7 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 					 VISOCK_AUTH_NONCE_LEN);
 			vsk->auth->ctx.client_token = vsk->local_token;
 			visock_hs_auth_put(vsk, &m, vsk->auth->ctx.client_nonce);
+			visock_hs_xform_offer(vsk, &m);
 		}
 	}
 	err = visock_hs_send(vsk, &m);
@@ -1023,6 +1083,10 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 		       VISOCK_AUTH_NONCE_LEN);
 		vsk->auth->ctx.server_token = rep->token;
 		err = visock_hs_auth_check(vsk, rep, buf, len);
+		if (!err && !visock_hs_xform_chosen(vsk, rep)) {
+			visock_hs_decline_fallback(vsk, VISOCK_FB_BAD_MSG);
+			return;
+		}
 		if (!err)
 			err = visock_hs_auth_derive(vsk);
 		if (visock_hs_auth_bad(vsk, err))
@@ -1034,6 +1098,11 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 			return;
 		}
 		visock_hs_auth_drop(vsk);
+	}
+	if (!vsk->auth && !visock_hs_xform_chosen(vsk, rep)) {
+		/* A transform chosen without authentication. */
+		visock_hs_decline_fallback(vsk, VISOCK_FB_BAD_MSG);
+		return;
 	}
 	visock_hs_note_peer(vsk, rep);
 	err = visock_vc_connect(vsk->vc, rep);
@@ -1120,6 +1189,7 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 		get_random_bytes(vsk->auth->ctx.server_nonce,
 				 VISOCK_AUTH_NONCE_LEN);
 		vsk->auth->ctx.server_token = vsk->local_token;
+		visock_hs_xform_choose(vsk, req, &m);
 		err = visock_hs_auth_derive(vsk);
 		if (!err)
 			visock_hs_auth_put(vsk, &m,

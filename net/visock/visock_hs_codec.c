@@ -23,7 +23,7 @@
 
 #define VISOCK_TLV_HDR_LEN	4
 /* Highest TLV type this implementation understands. */
-#define VISOCK_TLV_LAST		VISOCK_TLV_AUTH
+#define VISOCK_TLV_LAST		VISOCK_TLV_XFORM
 /* VISOCK_HSF() bits of every TLV type we know. */
 #define VISOCK_HSF_KNOWN	(((1U << (VISOCK_TLV_LAST + 1)) - 1) & ~1U)
 
@@ -42,7 +42,7 @@
 #define VISOCK_QPN_LIMIT	BIT(24)
 #define VISOCK_PSN_LIMIT	BIT(24)
 
-/* Value length of each known TLV type, indexed by type. */
+/* Value length of each known TLV type, indexed by type; 0: variable. */
 static const u8 visock_tlv_size[VISOCK_TLV_LAST + 1] = {
 	[VISOCK_TLV_FEATURES]	= 8,
 	[VISOCK_TLV_GID]	= 16,
@@ -54,6 +54,7 @@ static const u8 visock_tlv_size[VISOCK_TLV_LAST + 1] = {
 	[VISOCK_TLV_LINK]	= 8,
 	[VISOCK_TLV_REASON]	= 4,
 	[VISOCK_TLV_AUTH]	= VISOCK_AUTH_TLV_LEN,
+	[VISOCK_TLV_XFORM]	= 0,
 };
 
 /* TLVs every message of a given type must carry, indexed by type. */
@@ -107,6 +108,34 @@ static void vs_put64(u8 *p, u64 v)
 	vs_put32(p + 4, v & 0xffffffff);
 }
 
+/*
+ * TLV XFORM: 1..VISOCK_XFORM_OFFER_MAX entries in a REQ, one elsewhere;
+ * no entry 0, none twice.
+ */
+static bool visock_hs_xform_valid(const struct visock_hs_msg *m)
+{
+	unsigned int i, j;
+
+	if (!m->xform_n || m->xform_n > VISOCK_XFORM_OFFER_MAX ||
+	    (m->type != VISOCK_HS_REQ && m->xform_n != 1))
+		return false;
+	for (i = 0; i < m->xform_n; i++) {
+		if (!m->xform[i])
+			return false;
+		for (j = 0; j < i; j++)
+			if (m->xform[j] == m->xform[i])
+				return false;
+	}
+	return true;
+}
+
+/* Value length of TLV @type of @m as the encoder writes it. */
+static unsigned int visock_hs_tlv_len(const struct visock_hs_msg *m,
+				      unsigned int type)
+{
+	return type == VISOCK_TLV_XFORM ? m->xform_n : visock_tlv_size[type];
+}
+
 static bool visock_hs_type_valid(unsigned int type)
 {
 	return type >= VISOCK_HS_REQ && type <= VISOCK_HS_SWITCH;
@@ -139,6 +168,9 @@ static bool visock_hs_values_valid(const struct visock_hs_msg *m,
 		return false;
 	if ((present & VISOCK_HSF(VISOCK_TLV_AUTH)) &&
 	    (!m->auth_version || !m->auth_key_id))
+		return false;
+	if ((present & VISOCK_HSF(VISOCK_TLV_XFORM)) &&
+	    !visock_hs_xform_valid(m))
 		return false;
 	/*
 	 * A SWITCH joins a queue pair that exists: it names both ends, and
@@ -240,7 +272,26 @@ static void visock_hs_put_tlv(const struct visock_hs_msg *m,
 		memcpy(v + 8, m->auth_nonce, VISOCK_AUTH_NONCE_LEN);
 		memcpy(v + VISOCK_AUTH_MAC_OFF, m->auth_mac, VISOCK_AUTH_MAC_LEN);
 		break;
+	case VISOCK_TLV_XFORM:
+		memcpy(v, m->xform, m->xform_n);
+		break;
 	}
+}
+
+/*
+ * Append TLV @type of @m at @off of @buf; the caller made room.  Returns
+ * the offset after it.
+ */
+static unsigned int visock_hs_put(const struct visock_hs_msg *m,
+				  unsigned int type, u8 *buf,
+				  unsigned int off)
+{
+	unsigned int vlen = visock_hs_tlv_len(m, type);
+
+	vs_put16(buf + off, type);
+	vs_put16(buf + off + 2, vlen);
+	visock_hs_put_tlv(m, type, buf + off + VISOCK_TLV_HDR_LEN);
+	return off + VISOCK_TLV_HDR_LEN + vlen;
 }
 
 /**
@@ -252,8 +303,8 @@ static void visock_hs_put_tlv(const struct visock_hs_msg *m,
  *
  * Writes the 8-byte header (with @m->version as header version) followed by
  * one TLV for every VISOCK_HSF() bit set in @m->present, in ascending TLV
- * type order (so TLV AUTH, if present, comes last and its MAC ends the
- * message).  No TLV is marked VISOCK_TLV_CRITICAL: every TLV of
+ * type order except for TLV AUTH, which, if present, comes last, so that
+ * its MAC ends the message.  No TLV is marked VISOCK_TLV_CRITICAL: every TLV of
  * version 1 is either known to all version 1 receivers or optional.
  *
  * The message is checked with the same rules as visock_hs_decode() applies
@@ -285,7 +336,7 @@ int visock_hs_encode(const struct visock_hs_msg *m, u8 *buf,
 
 	for (type = 1; type <= VISOCK_TLV_LAST; type++)
 		if (m->present & VISOCK_HSF(type))
-			total += VISOCK_TLV_HDR_LEN + visock_tlv_size[type];
+			total += VISOCK_TLV_HDR_LEN + visock_hs_tlv_len(m, type);
 	/* Cannot happen with the TLVs we know, but keep the promise. */
 	if (total > VISOCK_HS_MAX_LEN)
 		return -EINVAL;
@@ -297,14 +348,11 @@ int visock_hs_encode(const struct visock_hs_msg *m, u8 *buf,
 	buf[5] = m->version;
 	vs_put16(buf + 6, total);
 	off = VISOCK_HS_HDR_LEN;
-	for (type = 1; type <= VISOCK_TLV_LAST; type++) {
-		if (!(m->present & VISOCK_HSF(type)))
-			continue;
-		vs_put16(buf + off, type);
-		vs_put16(buf + off + 2, visock_tlv_size[type]);
-		visock_hs_put_tlv(m, type, buf + off + VISOCK_TLV_HDR_LEN);
-		off += VISOCK_TLV_HDR_LEN + visock_tlv_size[type];
-	}
+	for (type = 1; type <= VISOCK_TLV_LAST; type++)
+		if (type != VISOCK_TLV_AUTH && (m->present & VISOCK_HSF(type)))
+			off = visock_hs_put(m, type, buf, off);
+	if (m->present & VISOCK_HSF(VISOCK_TLV_AUTH))
+		off = visock_hs_put(m, VISOCK_TLV_AUTH, buf, off);
 	return total;
 }
 
@@ -385,10 +433,18 @@ static int __visock_hs_decode(const u8 *buf, unsigned int len,
 			/* Later versions of AUTH may append fields. */
 			if (base == VISOCK_TLV_AUTH ?
 			    vlen < VISOCK_AUTH_TLV_LEN :
+			    base == VISOCK_TLV_XFORM ?
+			    !vlen || vlen > VISOCK_XFORM_OFFER_MAX :
 			    vlen != visock_tlv_size[base])
 				return -EBADMSG;
-			visock_hs_get_tlv(m, base,
-					  buf + off + VISOCK_TLV_HDR_LEN);
+			if (base == VISOCK_TLV_XFORM) {
+				m->xform_n = vlen;
+				memcpy(m->xform, buf + off + VISOCK_TLV_HDR_LEN,
+				       vlen);
+			} else {
+				visock_hs_get_tlv(m, base, buf + off +
+						  VISOCK_TLV_HDR_LEN);
+			}
 			if (base == VISOCK_TLV_AUTH)
 				m->auth_mac_off = off + VISOCK_TLV_HDR_LEN +
 						  VISOCK_AUTH_MAC_OFF;
@@ -430,7 +486,10 @@ static int __visock_hs_decode(const u8 *buf, unsigned int len,
  * size a power of two within VISOCK_RBUF_MIN..VISOCK_RBUF_MAX, token
  * non-zero, reason at most VISOCK_FB_MAX, AUTH with a version and a key id
  * (and at least VISOCK_AUTH_TLV_LEN value bytes; later bytes are
- * skipped, @m->auth_mac_off says where its MAC is); a SWITCH must name both QPs
+ * skipped, @m->auth_mac_off says where its MAC is), XFORM with
+ * 1..VISOCK_XFORM_OFFER_MAX entries in a REQ and exactly one in any other
+ * message, none of them 0 and none twice (ids themselves are the
+ * caller's to judge); a SWITCH must name both QPs
  * (LINK: non-zero, below 2^24) and have a token with a non-zero index
  * (VISOCK_TOKEN_IDX_MASK bits).  Known TLVs that the message type
  * does not require are accepted and decoded.  The first failing check

@@ -29,6 +29,7 @@
 #include "visock_psk.h"
 #include "visock_stats.h"
 #include "visock_sysctl.h"
+#include "visock_xform.h"
 
 /* Module version; keep in sync with PACKAGE_VERSION in dkms.conf. */
 #define VISOCK_VERSION	"0.1.0"
@@ -144,6 +145,7 @@ static int __init visock_init(void)
 		goto err_family;
 
 	visock_debugfs_init();
+	visock_xform_init();
 	pr_info("visock: loaded, address family %d\n", AF_VISOCK);
 	return 0;
 

@@ -26,6 +26,7 @@ static const int visock_lgr_mem_max = 1 << 20;	/* MiB: 1 TiB */
 static const int visock_lazy_max = VISOCK_LAZY_MAX;
 static const int visock_lgr_qps_max = VISOCK_LGR_QPS_MAX;
 static const int visock_auth_max = VISOCK_AUTH_REFUSE;
+static const int visock_xform_max = VISOCK_XFORM_MAX;
 
 static struct ctl_table visock_sysctl_template[] = {
 	{
@@ -193,6 +194,19 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= SYSCTL_ONE,
 		.extra2		= (void *)&visock_lgr_conns_max,
 	},
+	{
+		/*
+		 * transform pair of the record layer (enum visock_xform)
+		 * an authenticated handshake offers or accepts; 0 none
+		 */
+		.procname	= "transform",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= (void *)&visock_xform_max,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -225,6 +239,7 @@ int visock_sysctl_net_init(struct net *net)
 	vn->dgram_enable = 0;
 	vn->auth = VISOCK_AUTH_OFF;
 	vn->lgr_link_conns_min = VISOCK_LGR_LINK_CONNS_MIN_DEFAULT;
+	vn->xform = VISOCK_XFORM_NONE;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -245,6 +260,7 @@ int visock_sysctl_net_init(struct net *net)
 	table[12].data = &vn->dgram_enable;
 	table[13].data = &vn->auth;
 	table[14].data = &vn->lgr_link_conns_min;
+	table[15].data = &vn->xform;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);

@@ -121,6 +121,7 @@ enum visock_tlv_type {
 	VISOCK_TLV_LINK = 8,		/* __be32 link group id, __be32 link id */
 	VISOCK_TLV_REASON = 9,		/* __be32 enum visock_fallback_reason */
 	VISOCK_TLV_AUTH = 10,		/* authentication, layout below */
+	VISOCK_TLV_XFORM = 11,		/* transform pairs, layout below */
 };
 
 /*
@@ -146,6 +147,20 @@ enum visock_tlv_type {
 #define VISOCK_AUTH_MAC_LEN	32
 #define VISOCK_AUTH_TLV_LEN	56
 #define VISOCK_AUTH_MAC_OFF	24	/* of the MAC, in the value */
+
+/*
+ * TLV XFORM (design.rst, "Negotiation"): the transform pairs of the
+ * record layer, one u8 enum visock_xform each.  In a REQ the pairs the
+ * client accepts, most preferred first (1..VISOCK_XFORM_OFFER_MAX
+ * entries); in a REP the one the server chose (exactly one entry).  No
+ * entry is 0 (none: the TLV is left out instead) and none repeats; ids
+ * the receiver does not know are allowed in an offer and never chosen.
+ * Not critical: a receiver without records skips it, and a server that
+ * sends none back leaves the connection without a transform.  Only sent
+ * in a message with TLV AUTH, whose MAC covers it; AUTH is still
+ * written last.
+ */
+#define VISOCK_XFORM_OFFER_MAX	8
 
 /* Bits of struct visock_hs_msg.present, one per TLV type. */
 #define VISOCK_HSF(t)		(1U << (t))
@@ -179,6 +194,8 @@ enum visock_tlv_type {
  * @auth_nonce: TLV AUTH: the sender's nonce
  * @auth_mac: TLV AUTH: the MAC
  * @auth_mac_off: decoder only: offset of the MAC in the message
+ * @xform_n: TLV XFORM: entries of @xform
+ * @xform: TLV XFORM: the offered pairs (REQ) or the chosen one (REP)
  */
 struct visock_hs_msg {
 	u8 type;
@@ -201,6 +218,8 @@ struct visock_hs_msg {
 	u8 auth_nonce[VISOCK_AUTH_NONCE_LEN];
 	u8 auth_mac[VISOCK_AUTH_MAC_LEN];
 	u16 auth_mac_off;
+	u8 xform_n;
+	u8 xform[VISOCK_XFORM_OFFER_MAX];
 };
 
 int visock_hs_encode(const struct visock_hs_msg *m, u8 *buf,

@@ -8,8 +8,9 @@
  * empty plaintext: the whole record is associated data, so the tag
  * authenticates it without encrypting it.
  *
- * Nothing here keeps state: a caller allocates a keyed AEAD with
- * visock_xform_alloc() and frees it with visock_xform_free().
+ * The only state is which pairs this host can run (visock_xform_init());
+ * a caller allocates a keyed AEAD with visock_xform_alloc() and frees it
+ * with visock_xform_free().
  */
 
 #include <crypto/aead.h>
@@ -211,4 +212,129 @@ int visock_xform_list(struct visock_xform_desc *d, unsigned int n)
 		cnt++;
 	}
 	return cnt;
+}
+
+/* Bit per pair this host can run, once visock_xform_init() ran. */
+static unsigned long visock_xform_ok;
+static bool visock_xform_probed;
+
+/**
+ * visock_xform_init() - learn which pairs this host can run
+ *
+ * Asks the crypto API for each pair's algorithm, which may load crypto
+ * modules and instantiate templates: that can take long, so it happens
+ * once, when visock is loaded, and not in a handshake.  A pair whose
+ * implementation only appears later is not offered or chosen until
+ * visock is loaded again.
+ *
+ * Context: process context, may sleep.
+ */
+void visock_xform_init(void)
+{
+	unsigned long ok = 0;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(visock_xforms); i++)
+		if (crypto_has_alg(visock_xforms[i].alg, CRYPTO_ALG_TYPE_AEAD,
+				   CRYPTO_ALG_TYPE_MASK))
+			ok |= BIT(visock_xforms[i].id);
+	WRITE_ONCE(visock_xform_ok, ok);
+	/* Pairs with the READ_ONCE() in visock_xform_usable(). */
+	smp_wmb();
+	WRITE_ONCE(visock_xform_probed, true);
+}
+
+/* Does this host have an implementation of @xf's algorithm? */
+static bool visock_xform_usable(const struct visock_xform_info *xf)
+{
+	if (!READ_ONCE(visock_xform_probed))
+		visock_xform_init();
+	/* Pairs with the smp_wmb() in visock_xform_init(). */
+	smp_rmb();
+	return READ_ONCE(visock_xform_ok) & BIT(xf->id);
+}
+
+/**
+ * visock_xform_offer() - the pairs a client offers
+ * @pref: the pair it is configured for (enum visock_xform); NONE offers
+ *	nothing
+ * @offer: output, @n entries at most
+ * @n: room in @offer
+ *
+ * @pref first, then every other pair this host can run that protects at
+ * least as much: with an AEAD that encrypts, only such AEADs; with an
+ * integrity-only pair, all of them.
+ *
+ * Context: process context, may sleep (may load a crypto module).
+ * Return: entries written to @offer, 0 if there is nothing to offer
+ * (@pref is NONE, unknown, or cannot run here).
+ */
+unsigned int visock_xform_offer(unsigned int pref, u8 *offer,
+				unsigned int n)
+{
+	const struct visock_xform_info *p = visock_xform_get(pref);
+	unsigned int i, cnt = 0;
+
+	if (!p || !n || !visock_xform_usable(p))
+		return 0;
+	offer[cnt++] = p->id;
+	for (i = 0; i < ARRAY_SIZE(visock_xforms) && cnt < n; i++) {
+		const struct visock_xform_info *xf = &visock_xforms[i];
+
+		if (xf == p || (xf->integrity_only && !p->integrity_only) ||
+		    !visock_xform_usable(xf))
+			continue;
+		offer[cnt++] = xf->id;
+	}
+	return cnt;
+}
+
+/**
+ * visock_xform_choose() - the pair a server picks from an offer
+ * @pref: the pair the server is configured for; NONE picks nothing
+ * @offer: the client's offer, most preferred first (untrusted: ids may
+ *	be unknown here)
+ * @n: entries of @offer
+ *
+ * @pref if the client offered it, else the client's first offered pair
+ * that this host knows, can run and that protects at least as much as
+ * @pref (an integrity-only pair only if @pref is one).
+ *
+ * Context: process context, may sleep (may load a crypto module).
+ * Return: the chosen pair (enum visock_xform), or VISOCK_XFORM_NONE.
+ */
+unsigned int visock_xform_choose(unsigned int pref, const u8 *offer,
+				 unsigned int n)
+{
+	const struct visock_xform_info *p = visock_xform_get(pref);
+	const struct visock_xform_info *xf;
+	unsigned int i;
+
+	if (!p)
+		return VISOCK_XFORM_NONE;
+	for (i = 0; i < n; i++)
+		if (offer[i] == p->id && visock_xform_usable(p))
+			return p->id;
+	for (i = 0; i < n; i++) {
+		xf = visock_xform_get(offer[i]);
+		if (xf && (!xf->integrity_only || p->integrity_only) &&
+		    visock_xform_usable(xf))
+			return xf->id;
+	}
+	return VISOCK_XFORM_NONE;
+}
+
+/**
+ * visock_xform_name() - the name of a pair in the management interfaces
+ * @id: enum visock_xform value
+ *
+ * Context: any context.
+ * Return: e.g. "gcm-aes-128"; "none" for VISOCK_XFORM_NONE and unknown
+ * values.
+ */
+const char *visock_xform_name(unsigned int id)
+{
+	const struct visock_xform_info *xf = visock_xform_get(id);
+
+	return xf ? xf->name : "none";
 }

@@ -64,5 +64,11 @@ int visock_xform_list(struct visock_xform_desc *d, unsigned int n);
 struct crypto_aead *visock_xform_alloc(const struct visock_xform_info *xf,
 				       const u8 *key, unsigned int keylen);
 void visock_xform_free(struct crypto_aead *tfm);
+void visock_xform_init(void);
+unsigned int visock_xform_offer(unsigned int pref, u8 *offer,
+				unsigned int n);
+unsigned int visock_xform_choose(unsigned int pref, const u8 *offer,
+				 unsigned int n);
+const char *visock_xform_name(unsigned int id);
 
 #endif /* _NET_VISOCK_XFORM_H */

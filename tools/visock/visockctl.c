@@ -523,6 +523,17 @@ static const char *mode_name(unsigned int m)
 	return m < ARRAY_SIZE(n) ? n[m] : "unknown";
 }
 
+/* enum visock_xform, as net.visock.transform documents them */
+static const char *xform_name(unsigned int x)
+{
+	static const char *const n[] = {
+		"none", "gcm-aes-128", "gcm-aes-256", "chacha20-poly1305",
+		"gmac-aes-128", "gmac-aes-256",
+	};
+
+	return x < ARRAY_SIZE(n) ? n[x] : "unknown";
+}
+
 static const char *state_name(unsigned int s)
 {
 	static const char *const n[] = {
@@ -759,8 +770,9 @@ static void print_socket(const struct visock_diag_msg *m,
 		       (uint64_t)vi->vi_rdma_wr_posted,
 		       (uint64_t)vi->vi_rdma_wc, (uint64_t)vi->vi_cdc_sent,
 		       (uint64_t)vi->vi_cdc_rcvd, (uint64_t)vi->vi_tx_waits);
-		printf(",\"auth\":%s",
-		       vi->vi_flags & VISOCK_INFO_F_AUTH ? "true" : "false");
+		printf(",\"auth\":%s,\"transform\":\"%s\"",
+		       vi->vi_flags & VISOCK_INFO_F_AUTH ? "true" : "false",
+		       xform_name(vi->vi_xform));
 		if (ring)
 			printf(",\"rx_ring_size\":%u,\"rx_ring_used\":%u,"
 			       "\"tx_ring_size\":%u,\"tx_ring_used\":%u,"
@@ -787,10 +799,11 @@ static void print_socket(const struct visock_diag_msg *m,
 			snprintf(mode, sizeof(mode), "tcp(%s)",
 				 fb_name(m->vdiag_fallback_reason));
 		else
-			snprintf(mode, sizeof(mode), "%s%s",
+			snprintf(mode, sizeof(mode), "%s%s%s%s",
 				 mode_name(m->vdiag_mode),
 				 vi->vi_flags & VISOCK_INFO_F_AUTH ?
-				 "+auth" : "");
+				 "+auth" : "", vi->vi_xform ? "+" : "",
+				 vi->vi_xform ? xform_name(vi->vi_xform) : "");
 		if (m->vdiag_mode == VISOCK_MODE_RDMA) {
 			sent = vi->vi_rdma_bytes_sent;
 			rcvd = vi->vi_rdma_bytes_rcvd;

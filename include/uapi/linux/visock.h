@@ -128,6 +128,10 @@
  * @vi_tcp_bytes_rcvd: payload bytes received on it
  * @vi_rdma_credits: receive requests of the peer we may still consume
  * @vi_rdma_state: enum visock_rdma_state (while in RDMA mode)
+ * @vi_xform: enum visock_xform the handshake negotiated for the
+ *	connection's records (net.visock.transform), VISOCK_XFORM_NONE if
+ *	none
+ * @vi_reserved: zero
  */
 struct visock_info {
 	__u32 vi_mode;
@@ -151,6 +155,8 @@ struct visock_info {
 	__u64 vi_tcp_bytes_rcvd;
 	__u32 vi_rdma_credits;
 	__u32 vi_rdma_state;
+	__u32 vi_xform;
+	__u32 vi_reserved;
 };
 
 #define VISOCK_INFO_F_SYN_OPT	0x1	/* our SYN / SYN-ACK announced visock */

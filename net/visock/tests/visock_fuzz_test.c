@@ -539,6 +539,11 @@ static void fz_tcpopt_one(struct fuzz *f)
 /* ------------------------------------------------------------------ */
 
 #define HS_TLV_LAST	VISOCK_TLV_AUTH
+/*
+ * TLV XFORM (variable length) is known to the reference decoder but not
+ * generated; unknown TLVs are generated from the type after it.
+ */
+#define HS_UNKNOWN_FIRST	(VISOCK_TLV_XFORM + 1)
 #define HS_CRIT		VISOCK_TLV_CRITICAL
 #define HS_MAX_TLVS	32
 
@@ -605,7 +610,8 @@ static bool hs_same(const struct visock_hs_msg *a,
 	       a->rbuf_addr == b->rbuf_addr && a->rbuf_rkey == b->rbuf_rkey &&
 	       a->rbuf_size == b->rbuf_size && a->token == b->token &&
 	       a->lgr_id == b->lgr_id && a->link_id == b->link_id &&
-	       a->reason == b->reason;
+	       a->reason == b->reason && a->xform_n == b->xform_n &&
+	       !memcmp(a->xform, b->xform, sizeof(a->xform));
 }
 
 static bool hs_zero(const struct visock_hs_msg *m)
@@ -635,6 +641,17 @@ static bool ref_hs_values(const struct visock_hs_msg *m)
 	if ((p & VISOCK_HSF(VISOCK_TLV_AUTH)) &&
 	    (!m->auth_version || !m->auth_key_id))
 		return false;
+	if (p & VISOCK_HSF(VISOCK_TLV_XFORM)) {
+		unsigned int i, j;
+
+		if (m->type != VISOCK_HS_REQ && m->xform_n != 1)
+			return false;
+		for (i = 0; i < m->xform_n; i++)
+			for (j = 0; j <= i; j++)
+				if (!m->xform[i] ||
+				    (j < i && m->xform[j] == m->xform[i]))
+					return false;
+	}
 	if (m->type == VISOCK_HS_SWITCH &&
 	    (!m->lgr_id || m->lgr_id >= BIT(24) || !m->link_id ||
 	     m->link_id >= BIT(24) || !(m->token & VISOCK_TOKEN_IDX_MASK)))
@@ -715,7 +732,13 @@ static int ref_hs_decode(const u8 *b, unsigned int len,
 			if (seen[i] == base)
 				return -EBADMSG;
 		seen[nseen++] = base;
-		if (base >= 1 && base <= HS_TLV_LAST) {
+		if (base == VISOCK_TLV_XFORM) {
+			if (!vlen || vlen > VISOCK_XFORM_OFFER_MAX)
+				return -EBADMSG;
+			m->xform_n = vlen;
+			memcpy(m->xform, b + off + 4, vlen);
+			m->present |= VISOCK_HSF(base);
+		} else if (base >= 1 && base <= HS_TLV_LAST) {
 			if (base == VISOCK_TLV_AUTH ? vlen < hs_size[base] :
 			    vlen != hs_size[base])
 				return -EBADMSG;
@@ -913,9 +936,10 @@ static enum hs_expect hs_mutate(struct fuzz *f, struct hs_build *h,
 		return HS_SAME;
 	case 2:		/* unknown TLV, skipped */
 	case 3:		/* unknown critical TLV */
-		t.type = HS_TLV_LAST + 1 + fz_below(f, 0x7fff - HS_TLV_LAST);
+		t.type = HS_UNKNOWN_FIRST +
+			 fz_below(f, 0x8000 - HS_UNKNOWN_FIRST);
 		if ((r >> 4) & 1)
-			t.type = (r >> 5) & 1 ? 0 : HS_TLV_LAST + 1;
+			t.type = (r >> 5) & 1 ? 0 : HS_UNKNOWN_FIRST;
 		if (r % 12 == 3)
 			t.type |= HS_CRIT;
 		t.alen = fz_below(f, sizeof(t.v) + 1);

@@ -200,6 +200,9 @@ static bool hs_equal(const struct visock_hs_msg *a,
 		return false;
 	if ((p & VISOCK_HSF(VISOCK_TLV_REASON)) && a->reason != b->reason)
 		return false;
+	if ((p & VISOCK_HSF(VISOCK_TLV_XFORM)) &&
+	    (a->xform_n != b->xform_n || memcmp(a->xform, b->xform, a->xform_n)))
+		return false;
 	return true;
 }
 
@@ -860,15 +863,15 @@ static const struct tlv_case tlv_cases[] = {
 	  { TOK(1), { 0x7fff, 0, 0 } }, 0, 0, P(TOKEN) },
 	{ "unknown_type_0", VISOCK_HS_CONFIRM,
 	  { { 0, 4, 0 }, TOK(1) }, 0, 0, P(TOKEN) },
-	{ "unknown_type_11", VISOCK_HS_DECLINE,
-	  { { TLV_LAST + 1, 1, 0 }, REASON(1) }, 0, 0, P(REASON) },
+	{ "unknown_type_12", VISOCK_HS_DECLINE,
+	  { { VISOCK_TLV_XFORM + 1, 1, 0 }, REASON(1) }, 0, 0, P(REASON) },
 	{ "several_unknown_noncrit", VISOCK_HS_CONFIRM,
-	  { { 13, 8, 1 }, { 11, 0, 0 }, TOK(5), { 0x4000, 40, 1 },
+	  { { 13, 8, 1 }, { 14, 0, 0 }, TOK(5), { 0x4000, 40, 1 },
 	    { 12, 1, 1 } }, 0, 0, P(TOKEN) },
 	{ "unknown_critical", VISOCK_HS_CONFIRM,
 	  { TOK(1), { CRIT | 100, 3, 7 } }, 0, -EOPNOTSUPP },
 	{ "unknown_critical_first", VISOCK_HS_CONFIRM,
-	  { { CRIT | 11, 0, 0 }, TOK(1) }, 0, -EOPNOTSUPP },
+	  { { CRIT | 12, 0, 0 }, TOK(1) }, 0, -EOPNOTSUPP },
 	{ "critical_type_0", VISOCK_HS_CONFIRM,
 	  { TOK(1), { CRIT, 0, 0 } }, 0, -EOPNOTSUPP },
 	{ "critical_ffff", VISOCK_HS_CONFIRM,
@@ -1252,6 +1255,112 @@ static void visock_hs_switch_test(struct kunit *test)
 	}
 }
 
+/* TLV XFORM: an offer in a REQ, one choice elsewhere, AUTH still last. */
+static void visock_hs_xform_test(struct kunit *test)
+{
+	static const struct {
+		u8 type, n;
+		u8 v[VISOCK_XFORM_OFFER_MAX + 1];
+		bool ok;
+	} c[] = {
+		{ VISOCK_HS_REQ, 1, { 1 }, true },
+		{ VISOCK_HS_REQ, 3, { 3, 1, 2 }, true },
+		{ VISOCK_HS_REQ, 8, { 1, 2, 3, 4, 5, 6, 200, 255 }, true },
+		{ VISOCK_HS_REP, 1, { 2 }, true },
+		{ VISOCK_HS_REP, 1, { 77 }, true },	/* the caller judges */
+		{ VISOCK_HS_REQ, 0, { }, false },
+		{ VISOCK_HS_REQ, 9, { 1, 2, 3, 4, 5, 6, 7, 8, 9 }, false },
+		{ VISOCK_HS_REQ, 2, { 0, 1 }, false },
+		{ VISOCK_HS_REQ, 2, { 1, 0 }, false },
+		{ VISOCK_HS_REQ, 3, { 1, 2, 1 }, false },
+		{ VISOCK_HS_REP, 2, { 1, 2 }, false },
+		{ VISOCK_HS_REP, 1, { 0 }, false },
+		{ VISOCK_HS_SWITCH, 2, { 1, 2 }, false },
+	};
+	struct visock_hs_msg m, out;
+	unsigned int i, off;
+	struct hsb *h;
+	u8 buf[512];
+	int len;
+
+	h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		hs_valid(&m, c[i].type);
+		/* A valid message plus the raw TLV, unchecked. */
+		len = visock_hs_encode(&m, h->b, sizeof(h->b));
+		KUNIT_ASSERT_GT(test, len, 0);
+		h->len = len;
+		put_be(h->b + h->len, 2, VISOCK_TLV_XFORM);
+		put_be(h->b + h->len + 2, 2, c[i].n);
+		memcpy(h->b + h->len + 4, c[i].v, c[i].n);
+		h->len += 4 + c[i].n;
+		hsb_fix(h);
+		KUNIT_EXPECT_EQ_MSG(test,
+				    hs_decode_checked(test, h->b, h->len, &out),
+				    c[i].ok ? 0 : -EBADMSG, "case %u", i);
+		if (c[i].ok) {
+			KUNIT_EXPECT_EQ(test, out.xform_n, c[i].n);
+			KUNIT_EXPECT_MEMEQ(test, out.xform, c[i].v, c[i].n);
+			KUNIT_EXPECT_TRUE(test, out.present &
+					  VISOCK_HSF(VISOCK_TLV_XFORM));
+		}
+		/* The encoder refuses what the decoder refuses. */
+		m.present |= VISOCK_HSF(VISOCK_TLV_XFORM);
+		m.xform_n = min_t(u8, c[i].n, VISOCK_XFORM_OFFER_MAX);
+		memcpy(m.xform, c[i].v, m.xform_n);
+		if (c[i].n > VISOCK_XFORM_OFFER_MAX)
+			m.xform_n = c[i].n;
+		len = visock_hs_encode(&m, buf, sizeof(buf));
+		if (!c[i].ok) {
+			KUNIT_EXPECT_EQ_MSG(test, len, -EINVAL, "case %u", i);
+			continue;
+		}
+		KUNIT_ASSERT_GT_MSG(test, len, 0, "case %u", i);
+		KUNIT_ASSERT_EQ(test, hs_decode_checked(test, buf, len, &out),
+				0);
+		KUNIT_EXPECT_TRUE(test, hs_equal(&m, &out));
+	}
+
+	/* With TLV AUTH the offer comes before it: the MAC ends the message. */
+	hs_valid(&m, VISOCK_HS_REQ);
+	m.present |= VISOCK_HSF(VISOCK_TLV_XFORM) | VISOCK_HSF(VISOCK_TLV_AUTH);
+	m.xform_n = 2;
+	m.xform[0] = VISOCK_XFORM_CHACHA20_POLY1305;
+	m.xform[1] = VISOCK_XFORM_AES128_GCM;
+	m.auth_version = VISOCK_AUTH_VERSION;
+	m.auth_key_id = 7;
+	memset(m.auth_mac, 0xa5, sizeof(m.auth_mac));
+	len = visock_hs_encode(&m, buf, sizeof(buf));
+	KUNIT_ASSERT_GT(test, len, 0);
+	off = len - VISOCK_AUTH_TLV_LEN - 4;
+	KUNIT_EXPECT_EQ(test, buf[off] << 8 | buf[off + 1], VISOCK_TLV_AUTH);
+	KUNIT_EXPECT_EQ(test, buf[len - 1], 0xa5);
+	off -= 4 + 2;
+	KUNIT_EXPECT_EQ(test, buf[off] << 8 | buf[off + 1], VISOCK_TLV_XFORM);
+	KUNIT_EXPECT_EQ(test, buf[off + 3], 2);
+	KUNIT_EXPECT_EQ(test, buf[off + 4], VISOCK_XFORM_CHACHA20_POLY1305);
+	KUNIT_EXPECT_EQ(test, buf[off + 5], VISOCK_XFORM_AES128_GCM);
+	KUNIT_ASSERT_EQ(test, hs_decode_checked(test, buf, len, &out), 0);
+	KUNIT_EXPECT_TRUE(test, hs_equal(&m, &out));
+	KUNIT_EXPECT_EQ(test, out.auth_mac_off, len - VISOCK_AUTH_MAC_LEN);
+
+	/* Critical bit: understood; twice (with and without it): duplicate. */
+	hs_valid(&m, VISOCK_HS_REQ);
+	len = visock_hs_encode(&m, h->b, sizeof(h->b));
+	KUNIT_ASSERT_GT(test, len, 0);
+	h->len = len;
+	hsb_tlv(h, VISOCK_TLV_CRITICAL | VISOCK_TLV_XFORM, 1, 3);
+	hsb_fix(h);
+	KUNIT_EXPECT_EQ(test, hs_decode_checked(test, h->b, h->len, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.xform_n, 1);
+	KUNIT_EXPECT_EQ(test, out.xform[0], 3);
+	hsb_tlv(h, VISOCK_TLV_XFORM, 1, 1);
+	hsb_fix(h);
+	KUNIT_EXPECT_EQ(test, hs_decode_checked(test, h->b, h->len, &out),
+			-EBADMSG);
+}
+
 static struct kunit_case visock_hs_codec_test_cases[] = {
 	KUNIT_CASE_PARAM(visock_hs_roundtrip_test, rt_gen_params),
 	KUNIT_CASE(visock_hs_golden_test),
@@ -1268,6 +1377,7 @@ static struct kunit_case visock_hs_codec_test_cases[] = {
 	KUNIT_CASE(visock_hs_fuzz_mutate_test),
 	KUNIT_CASE(visock_hs_type_name_test),
 	KUNIT_CASE(visock_hs_switch_test),
+	KUNIT_CASE(visock_hs_xform_test),
 	{}
 };
 

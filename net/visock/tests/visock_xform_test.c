@@ -293,6 +293,58 @@ static void xform_registry_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, visock_xform_list(d, 2), 2);
 }
 
+/* What a client offers and what a server picks from an offer. */
+static void xform_negotiate_test(struct kunit *test)
+{
+	static const struct {
+		u8 pref, n;
+		u8 offer[4];
+		u8 want;
+	} c[] = {
+		{ VISOCK_XFORM_AES128_GCM, 2, { 1, 3 }, 1 },
+		{ VISOCK_XFORM_CHACHA20_POLY1305, 2, { 1, 3 }, 3 },
+		{ VISOCK_XFORM_AES256_GCM, 3, { 200, 3, 1 }, 3 },
+		{ VISOCK_XFORM_AES128_GCM, 1, { 4 }, 0 },
+		{ VISOCK_XFORM_AES128_GMAC, 1, { 4 }, 4 },
+		{ VISOCK_XFORM_AES128_GMAC, 2, { 5, 1 }, 5 },
+		{ VISOCK_XFORM_NONE, 1, { 1 }, 0 },
+		{ VISOCK_XFORM_AES128_GCM, 2, { 0, 255 }, 0 },
+		{ VISOCK_XFORM_AES128_GCM, 0, { 1 }, 0 },
+		{ 77, 1, { 1 }, 0 },
+	};
+	u8 offer[8];
+	unsigned int i, n;
+
+	for (i = 0; i < ARRAY_SIZE(c); i++)
+		KUNIT_EXPECT_EQ_MSG(test, visock_xform_choose(c[i].pref,
+							      c[i].offer,
+							      c[i].n),
+				    c[i].want, "case %u", i);
+
+	/* An AEAD first, then the other AEADs, never integrity only. */
+	n = visock_xform_offer(VISOCK_XFORM_CHACHA20_POLY1305, offer,
+			       sizeof(offer));
+	KUNIT_ASSERT_EQ(test, n, 3);
+	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_CHACHA20_POLY1305);
+	KUNIT_EXPECT_EQ(test, offer[1], VISOCK_XFORM_AES128_GCM);
+	KUNIT_EXPECT_EQ(test, offer[2], VISOCK_XFORM_AES256_GCM);
+	/* Integrity only: everything, itself first. */
+	n = visock_xform_offer(VISOCK_XFORM_AES256_GMAC, offer, sizeof(offer));
+	KUNIT_ASSERT_EQ(test, n, VISOCK_XFORM_MAX);
+	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_AES256_GMAC);
+	KUNIT_EXPECT_EQ(test, visock_xform_offer(VISOCK_XFORM_AES128_GCM,
+						 offer, 1), 1);
+	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_AES128_GCM);
+	KUNIT_EXPECT_EQ(test, visock_xform_offer(VISOCK_XFORM_NONE, offer,
+						 sizeof(offer)), 0);
+	KUNIT_EXPECT_EQ(test, visock_xform_offer(0xff, offer, sizeof(offer)),
+			0);
+	KUNIT_EXPECT_STREQ(test, visock_xform_name(VISOCK_XFORM_AES128_GCM),
+			   "gcm-aes-128");
+	KUNIT_EXPECT_STREQ(test, visock_xform_name(0), "none");
+	KUNIT_EXPECT_STREQ(test, visock_xform_name(0xff), "none");
+}
+
 /* ---- records ---- */
 
 #define RING_SIZE	8192
@@ -760,6 +812,7 @@ static struct kunit_case visock_xform_test_cases[] = {
 	KUNIT_CASE(hkdf_rfc5869_test),
 	KUNIT_CASE(kdf_derive_test),
 	KUNIT_CASE(xform_registry_test),
+	KUNIT_CASE(xform_negotiate_test),
 	KUNIT_CASE(rec_header_test),
 	KUNIT_CASE(rec_kat_test),
 	KUNIT_CASE(rec_roundtrip_test),

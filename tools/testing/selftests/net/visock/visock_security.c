@@ -2355,6 +2355,7 @@ static void mc_cleanup(const struct vt_ctx *c)
 
 static struct hu_saved_sysctl psk_saved[] = {
 	{ "auth", -1 },
+	{ "transform", -1 },
 };
 
 /* Run visockctl with @args (as user @uid unless it is 0); its exit code. */
@@ -2550,6 +2551,103 @@ static void psk_missing(struct vt_ctx *c)
 	if (!vt_is_client(c))
 		vt_assert(hu_proc("hs_auth_missing") >= missing0 + 1,
 			  "hs_auth_missing did not count the REQ");
+	vt_sync(c, "checked");
+	close(fd);
+}
+
+/* ---- negotiating a transform ---- */
+
+/*
+ * xform_negotiate   same key on both, auth 1; for each pair of
+ *                   net.visock.transform settings (client, server) one
+ *                   connection: both ends report the transform the
+ *                   server must choose in vi_xform, and visockctl
+ *                   sockets names it
+ * xform_no_psk      the client has no key (auth 0), both ask for
+ *                   gcm-aes-128: RDMA without a transform on both ends
+ */
+static const struct {
+	int client, server, want;
+} xform_cases[] = {
+	{ 1, 1, 1 }, { 2, 2, 2 }, { 3, 3, 3 }, { 4, 4, 4 }, { 5, 5, 5 },
+	/* the server's choice wins when the client offered it */
+	{ 3, 1, 1 },
+	/* an integrity-only client also offers the AEADs */
+	{ 4, 2, 2 },
+	/* an AEAD client never offers integrity only */
+	{ 1, 4, 1 },
+	/* either side off: none */
+	{ 1, 0, 0 }, { 0, 1, 0 },
+};
+
+static const char *const xform_names[] = {
+	"none", "gcm-aes-128", "gcm-aes-256", "chacha20-poly1305",
+	"gmac-aes-128", "gmac-aes-256",
+};
+
+static void xform_expect(int fd, int want, const char *what)
+{
+	char out[PSK_OUT], key[64];
+	struct visock_info vi;
+	int st;
+
+	hu_expect_rdma(fd, what, &vi);
+	vt_diag("%s: transform %u (%s expected)", what, vi.vi_xform,
+		xform_names[want]);
+	vt_assert(vi.vi_xform == (uint32_t)want,
+		  "%s: vi_xform %u, expected %d (%s)", what, vi.vi_xform,
+		  want, xform_names[want]);
+	st = psk_ctl_as(0, out, sizeof(out), "--json sockets --ino %lu",
+			hu_sock_ino(fd));
+	snprintf(key, sizeof(key), "\"transform\":\"%s\"", xform_names[want]);
+	vt_assert(st == 0 && strstr(out, key),
+		  "%s: visockctl sockets does not show %s: %.300s", what, key,
+		  out);
+}
+
+static void xform_negotiate(struct vt_ctx *c)
+{
+	char what[64];
+	unsigned int i;
+	int fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	for (i = 0; i < ARRAY_SIZE(xform_cases); i++) {
+		hu_sysctl_set("transform", vt_is_client(c) ?
+			      xform_cases[i].client : xform_cases[i].server);
+		fd = psk_connect(c);
+		snprintf(what, sizeof(what), "%s, client %d server %d",
+			 vt_is_client(c) ? "client" : "server",
+			 xform_cases[i].client, xform_cases[i].server);
+		xform_expect(fd, xform_cases[i].want, what);
+		vt_sync(c, "checked");
+		close(fd);
+	}
+}
+
+static void xform_no_psk(struct vt_ctx *c)
+{
+	struct visock_info vi;
+	int fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	if (vt_is_client(c)) {
+		hu_sysctl_set("auth", 0);
+	} else {
+		psk_add(1, "fleet-a", PSK_A);
+		hu_sysctl_set("auth", 1);
+	}
+	hu_sysctl_set("transform", 1);
+	fd = psk_connect(c);
+	xform_expect(fd, 0, vt_is_client(c) ? "client without a key" :
+			    "server with a key");
+	hu_get_info(fd, &vi);
+	vt_assert(!(vi.vi_flags & VISOCK_INFO_F_AUTH),
+		  "a handshake without a key on one side is authenticated");
 	vt_sync(c, "checked");
 	close(fd);
 }
@@ -2986,6 +3084,9 @@ static const struct vt_test tests[] = {
 	T(psk_rotation, 300,
 	  "keys 1 and 2 on both, one side uses 2: still authenticated"),
 	T(psk_unprivileged, 60, "no key added or listed without CAP_NET_ADMIN"),
+	T(xform_negotiate, 300,
+	  "same key: the transform both ends ask for is negotiated"),
+	T(xform_no_psk, 120, "a peer without the key: no transform"),
 };
 
 /*
