@@ -87,7 +87,10 @@ int visock_rdma_prepare(struct visock_sock *vsk)
 	/* Freed by visock_rdma_destroy_vc() from now on. */
 	vsk->dp = dp;
 
-	err = visock_vc_set_rx(l, visock_rx_event, dp);
+	err = visock_dp_rec_init(dp, vsk->auth, !!vsk->listener);
+	if (!err)
+		err = visock_vc_set_rx(l, visock_rx_event, dp);
+
 	if (err) {
 		spin_lock_bh(&dp->lock);
 		dp->state = VISOCK_DP_STOPPED;
@@ -146,6 +149,8 @@ void visock_rdma_destroy_vc(struct visock_sock *vsk)
 	}
 	visock_vc_destroy(vsk->vc);
 	vsk->vc = NULL;
+	if (dp)
+		visock_dp_rec_free(dp);
 	kfree(dp);
 }
 
@@ -267,7 +272,7 @@ __poll_t visock_rdma_poll(struct visock_sock *vsk)
 	u8 shutdown;
 
 	spin_lock_bh(&dp->lock);
-	avail = visock_rx_avail_locked(dp);
+	avail = visock_rx_ready_locked(dp);
 	space = visock_tx_space_locked(dp);
 	peer_done = dp->peer_done;
 	peer_closed = dp->peer_closed;
@@ -312,7 +317,7 @@ int visock_rdma_ioctl(struct visock_sock *vsk, unsigned int cmd,
 	spin_lock_bh(&dp->lock);
 	switch (cmd) {
 	case SIOCINQ:
-		val = visock_rx_avail_locked(dp);
+		val = visock_rx_ready_locked(dp);
 		break;
 	case SIOCOUTQ:
 		val = visock_dp_unacked(dp);
@@ -357,6 +362,7 @@ static void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info)
 	info->vi_tx_waits = dp->tx_waits;
 	info->vi_rdma_credits = dp->credits;
 	info->vi_rdma_state = dp->state;
+	visock_dp_rec_query(dp, &info->vi_rec_sealed, &info->vi_rec_opened);
 	if (dp->failovers)
 		info->vi_flags |= VISOCK_INFO_F_FAILOVER;
 	spin_unlock_bh(&dp->lock);

@@ -166,6 +166,9 @@ struct visock_rx_stamp {
  *	close work waits until the switch settled (visock_lazy.c)
  * @tx_cqe: completion handler of RDMA WRITEs (visock_tx_done())
  * @ctrl_cqe: completion handler of cursor messages (visock_tx_ctrl_done())
+ * @rec: records of the negotiated transform (visock_rec_dp.c), or NULL
+ *	without one; set before the connection carries data, freed with
+ *	the state
  */
 struct visock_dp {
 	/* Protects the fields below; BH-safe; inside lock_sock() */
@@ -248,6 +251,8 @@ struct visock_dp {
 
 	struct ib_cqe tx_cqe;
 	struct ib_cqe ctrl_cqe;
+
+	struct visock_dp_rec *rec;
 };
 
 /* Bytes written by the application and not posted yet.  Under @dp->lock. */
@@ -327,6 +332,24 @@ void visock_rx_event(void *ctx, const struct visock_rx_ev *ev);
 int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 		      size_t len, int flags);
 u32 visock_rx_avail_locked(const struct visock_dp *dp);
+u32 visock_rx_ready_locked(const struct visock_dp *dp);
+
+/* visock_rec_dp.c */
+struct visock_auth_conn;
+int visock_dp_rec_init(struct visock_dp *dp, const struct visock_auth_conn *a,
+		       bool server);
+void visock_dp_rec_free(struct visock_dp *dp);
+u32 visock_dp_rec_overhead(const struct visock_dp *dp);
+u32 visock_dp_rec_need(const struct visock_dp *dp, size_t left);
+int visock_dp_rec_send(struct visock_dp *dp, u32 off, u32 space,
+		       size_t left, struct msghdr *msg, u32 *wire, u32 *want);
+u32 visock_dp_rec_ready_locked(const struct visock_dp *dp);
+u32 visock_dp_rec_pending_locked(const struct visock_dp *dp);
+int visock_dp_rec_fill(struct visock_dp *dp);
+u32 visock_dp_rec_copy(struct visock_dp *dp, u32 skip, u32 n,
+		       struct msghdr *msg, bool consume);
+void visock_dp_rec_query(const struct visock_dp *dp, u64 *sealed,
+			 u64 *opened);
 void visock_rx_stamp_locked(struct visock_dp *dp);
 void visock_rx_check_update_locked(struct visock_dp *dp);
 

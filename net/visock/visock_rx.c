@@ -67,6 +67,25 @@ u32 visock_rx_avail_locked(const struct visock_dp *dp)
 }
 
 /**
+ * visock_rx_ready_locked() - bytes a reader would get now
+ * @dp: data path state
+ *
+ * Without a transform the unread bytes of the ring; with one the opened
+ * bytes not yet read, or non-zero if a whole record waits in the ring
+ * (visock_rec_dp.c).
+ *
+ * Context: under @dp->lock.
+ * Return: a byte count for poll(), SIOCINQ and waiting readers.
+ */
+u32 visock_rx_ready_locked(const struct visock_dp *dp)
+{
+	lockdep_assert_held(&dp->lock);
+	if (dp->rec)
+		return visock_dp_rec_ready_locked(dp);
+	return visock_rx_avail_locked(dp);
+}
+
+/**
  * visock_rx_stamp_locked() - note the time new bytes reached the ring
  * @dp: data path state; @rx_prod already includes the new bytes
  *
@@ -218,7 +237,7 @@ static bool visock_rx_readable(struct visock_dp *dp, size_t peeked)
 	bool ret;
 
 	spin_lock_bh(&dp->lock);
-	ret = visock_rx_avail_locked(dp) > peeked || dp->peer_done ||
+	ret = visock_rx_ready_locked(dp) > peeked || dp->peer_done ||
 	      !visock_dp_alive(dp->state);
 	spin_unlock_bh(&dp->lock);
 	return ret || READ_ONCE(sk->sk_err) ||
@@ -303,7 +322,7 @@ static int visock_rx_inq(struct visock_dp *dp)
 	int inq;
 
 	spin_lock_bh(&dp->lock);
-	inq = visock_rx_avail_locked(dp);
+	inq = visock_rx_ready_locked(dp);
 	if (!inq && (dp->peer_done || !visock_dp_alive(dp->state)))
 		inq = 1;
 	spin_unlock_bh(&dp->lock);
@@ -359,8 +378,15 @@ int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 	lock_sock(sk);
 	add_wait_queue(sk_sleep(sk), &wait);
 	while (copied < len) {
+		/* Records: open the next one before a byte of it is read. */
+		if (dp->rec && visock_dp_rec_fill(dp) < 0) {
+			if (!copied)
+				err = sock_error(sk) ?: -ECONNRESET;
+			break;
+		}
 		spin_lock_bh(&dp->lock);
-		avail = visock_rx_avail_locked(dp);
+		avail = dp->rec ? visock_dp_rec_pending_locked(dp) :
+				  visock_rx_avail_locked(dp);
 		pos = dp->rx_cons;
 		start = dp->rx_read;
 		if (peek) {
@@ -372,6 +398,22 @@ int visock_rx_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 		dead = !visock_dp_alive(dp->state);
 		spin_unlock_bh(&dp->lock);
 
+		if (avail && dp->rec) {
+			u32 want = min_t(size_t, avail, len - copied);
+
+			n = visock_dp_rec_copy(dp, peek ? copied : 0, want,
+					       flags & MSG_TRUNC ? NULL : msg,
+					       !peek);
+			/* The arrival of the record's last byte. */
+			if (n)
+				end = start;
+			copied += n;
+			if (n < want) {
+				err = -EFAULT;
+				break;
+			}
+			continue;
+		}
 		if (avail) {
 			u32 want = min_t(size_t, avail, len - copied);
 

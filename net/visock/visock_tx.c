@@ -290,7 +290,7 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 	struct sock *sk = &vsk->sk;
 	unsigned int wake = 0;
 	size_t copied = 0;
-	u32 space, off, n, want, need;
+	u32 space, off, n, want, need, ovh, wire;
 	bool wait_space;
 	long timeo;
 	int err = 0;
@@ -300,7 +300,10 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 	lock_sock(sk);
 	add_wait_queue(sk_sleep(sk), &wait);
 	while (copied < len) {
-		need = visock_tx_need(dp->tx_size, len - copied);
+		/* Records: room for a record's header and tag as well. */
+		ovh = dp->rec ? visock_dp_rec_overhead(dp) : 0;
+		need = dp->rec ? visock_dp_rec_need(dp, len - copied) :
+				 visock_tx_need(dp->tx_size, len - copied);
 		spin_lock_bh(&dp->lock);
 		err = visock_tx_check(dp, copied);
 		space = visock_tx_space_locked(dp);
@@ -309,7 +312,7 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 		 * Wait for a useful amount of space; without time to wait
 		 * (non-blocking, or SO_SNDTIMEO ran out) take what there is.
 		 */
-		wait_space = !err && space < need && (!space || timeo);
+		wait_space = !err && space < need && (space <= ovh || timeo);
 		if (wait_space)
 			err = visock_wait_err(timeo);
 		if (wait_space && !err) {
@@ -330,12 +333,33 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 			continue;
 		}
 
-		want = min_t(size_t, space, len - copied);
-		n = visock_tx_copy(dp, off, want, msg);
+		if (dp->rec) {
+			/* One sealed record: @n payload bytes, @wire in all. */
+			int ret = visock_dp_rec_send(dp, off, space,
+						     len - copied, msg, &wire,
+						     &want);
+
+			if (ret < 0) {
+				spin_lock_bh(&dp->lock);
+				visock_dp_fail_locked(dp, ECONNRESET, true,
+						      "sealing a record failed",
+						      ret, &wake);
+				spin_unlock_bh(&dp->lock);
+				visock_dp_wake(dp, wake);
+				wake = 0;
+				err = -ECONNRESET;
+				break;
+			}
+			n = ret;
+		} else {
+			want = min_t(size_t, space, len - copied);
+			n = visock_tx_copy(dp, off, want, msg);
+			wire = n;
+		}
 		if (n) {
 			spin_lock_bh(&dp->lock);
-			visock_cursor_add(&dp->tx_written, dp->tx_size, n);
-			dp->fo_tx_end += n;
+			visock_cursor_add(&dp->tx_written, dp->tx_size, wire);
+			dp->fo_tx_end += wire;
 			visock_tx_push_locked(dp, &wake);
 			spin_unlock_bh(&dp->lock);
 			visock_dp_wake(dp, wake);

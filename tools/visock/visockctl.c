@@ -770,9 +770,13 @@ static void print_socket(const struct visock_diag_msg *m,
 		       (uint64_t)vi->vi_rdma_wr_posted,
 		       (uint64_t)vi->vi_rdma_wc, (uint64_t)vi->vi_cdc_sent,
 		       (uint64_t)vi->vi_cdc_rcvd, (uint64_t)vi->vi_tx_waits);
-		printf(",\"auth\":%s,\"transform\":\"%s\"",
+		printf(",\"auth\":%s,\"transform\":\"%s\","
+		       "\"records_sealed\":%" PRIu64 ","
+		       "\"records_opened\":%" PRIu64,
 		       vi->vi_flags & VISOCK_INFO_F_AUTH ? "true" : "false",
-		       xform_name(vi->vi_xform));
+		       xform_name(vi->vi_xform),
+		       (uint64_t)vi->vi_rec_sealed,
+		       (uint64_t)vi->vi_rec_opened);
 		if (ring)
 			printf(",\"rx_ring_size\":%u,\"rx_ring_used\":%u,"
 			       "\"tx_ring_size\":%u,\"tx_ring_used\":%u,"

@@ -132,6 +132,8 @@
  *	connection's records (net.visock.transform), VISOCK_XFORM_NONE if
  *	none
  * @vi_reserved: zero
+ * @vi_rec_sealed: records sent (a transform is in use)
+ * @vi_rec_opened: records received and authenticated
  */
 struct visock_info {
 	__u32 vi_mode;
@@ -157,6 +159,8 @@ struct visock_info {
 	__u32 vi_rdma_state;
 	__u32 vi_xform;
 	__u32 vi_reserved;
+	__u64 vi_rec_sealed;
+	__u64 vi_rec_opened;
 };
 
 #define VISOCK_INFO_F_SYN_OPT	0x1	/* our SYN / SYN-ACK announced visock */

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * visock: records of a transform pair on the RDMA data path.
+ *
+ * When the handshake negotiated a transform (design.rst, "Transforms"),
+ * the byte stream the rings carry is a stream of records: sendmsg()
+ * cuts the application's bytes into records and writes each one sealed
+ * into the send buffer; recvmsg() opens each record only once all of it
+ * is in the ring and delivers its payload from a private buffer.  Ring
+ * cursors, credits, consumer updates and failover count the bytes of
+ * the record stream, header and tag included, on both ends alike: the
+ * rings do not know about records.
+ *
+ * A record's payload is at most VISOCK_DP_REC_PAYLOAD bytes and the
+ * whole record at most a quarter of the receive ring, so a writer that
+ * waits for a quarter of the ring (visock_tx_need()) always has room for
+ * a record and the reader never needs more than what the ring holds.
+ *
+ * This version makes extra copies: sealing runs in place in a staging
+ * buffer (the application's bytes are copied in, encrypted, and the
+ * record copied into the send buffer), opening copies the record out of
+ * the ring into a staging buffer and opens it into the plaintext buffer
+ * recvmsg() copies from.  The send buffer and the ring are made of
+ * chunks mapped into one virtual range, which a scatterlist can only
+ * describe chunk by chunk; the staging buffers are linear.
+ *
+ * Both directions' state is used under lock_sock() of the socket only
+ * (sendmsg() and recvmsg() serialise on it); the plaintext counters that
+ * poll() reads are also written under @dp->lock.
+ */
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <net/sock.h>
+
+#include "visock_rdma.h"
+#include "visock_auth.h"
+#include "visock_record.h"
+
+/* Largest payload of one record, whatever the ring size. */
+#define VISOCK_DP_REC_PAYLOAD	(16U * 1024)
+
+/**
+ * struct visock_dp_rec - records of one connection
+ * @tx: the sending direction
+ * @rx: the receiving direction
+ * @tx_stage: the record being sealed (header, payload, tag)
+ * @rx_stage: the record being opened, as copied out of the ring
+ * @rx_plain: the payload of the last record opened
+ * @rx_len: bytes in @rx_plain (under @dp->lock and lock_sock())
+ * @rx_off: bytes of @rx_plain already delivered (likewise)
+ * @sealed: records sealed
+ * @opened: records opened
+ */
+struct visock_dp_rec {
+	struct visock_rec_ctx tx;
+	struct visock_rec_ctx rx;
+	u8 *tx_stage;
+	u8 *rx_stage;
+	u8 *rx_plain;
+	u32 rx_len;
+	u32 rx_off;
+	u64 sealed;
+	u64 opened;
+};
+
+/* Largest payload of a record in a ring of @ring bytes. */
+static u32 visock_dp_rec_max(u32 ring, unsigned int overhead)
+{
+	return min(VISOCK_DP_REC_PAYLOAD, ring / 4 - overhead);
+}
+
+/**
+ * visock_dp_rec_init() - put records on a connection's data path
+ * @dp: data path state, sizes set, not yet carrying data
+ * @a: the handshake's keys; @a->xform is the negotiated transform
+ * @server: this end is the server (it seals with the server's key)
+ *
+ * Context: process context, under lock_sock(); may sleep.
+ * Return: 0 (also when no transform was negotiated: nothing to do),
+ * -ENOMEM, or an error of the crypto API.
+ */
+int visock_dp_rec_init(struct visock_dp *dp, const struct visock_auth_conn *a,
+		       bool server)
+{
+	const struct visock_xform_info *xf;
+	struct visock_dp_rec *r;
+	unsigned int ovh, txd, rxd;
+	int err;
+
+	if (!a || !a->xform)
+		return 0;
+	xf = visock_xform_get(a->xform);
+	if (!xf)
+		return -EINVAL;
+	ovh = VISOCK_REC_HDR_LEN + xf->tag_size;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	txd = server ? VISOCK_KDF_S2C : VISOCK_KDF_C2S;
+	rxd = server ? VISOCK_KDF_C2S : VISOCK_KDF_S2C;
+	err = visock_rec_init(&r->tx, xf->id, a->key[txd], xf->key_size,
+			      a->iv_salt[txd],
+			      visock_dp_rec_max(dp->tx_size, ovh));
+	if (!err)
+		err = visock_rec_init(&r->rx, xf->id, a->key[rxd],
+				      xf->key_size, a->iv_salt[rxd],
+				      visock_dp_rec_max(dp->rx_size, ovh));
+	if (err)
+		goto err;
+	err = -ENOMEM;
+	r->tx_stage = kmalloc(r->tx.max_payload + ovh, GFP_KERNEL);
+	r->rx_stage = kmalloc(r->rx.max_payload + ovh, GFP_KERNEL);
+	r->rx_plain = kmalloc(r->rx.max_payload, GFP_KERNEL);
+	if (!r->tx_stage || !r->rx_stage || !r->rx_plain)
+		goto err;
+	dp->rec = r;
+	return 0;
+
+err:
+	dp->rec = r;
+	visock_dp_rec_free(dp);
+	return err;
+}
+
+/**
+ * visock_dp_rec_free() - free what visock_dp_rec_init() took
+ * @dp: data path state that no longer carries data
+ *
+ * Context: process context.
+ */
+void visock_dp_rec_free(struct visock_dp *dp)
+{
+	struct visock_dp_rec *r = dp->rec;
+
+	if (!r)
+		return;
+	dp->rec = NULL;
+	visock_rec_destroy(&r->tx);
+	visock_rec_destroy(&r->rx);
+	kfree_sensitive(r->tx_stage);
+	kfree_sensitive(r->rx_stage);
+	kfree_sensitive(r->rx_plain);
+	kfree(r);
+}
+
+/**
+ * visock_dp_rec_overhead() - bytes a record adds to its payload
+ * @dp: data path state with records
+ *
+ * Context: any.
+ * Return: header and tag length.
+ */
+u32 visock_dp_rec_overhead(const struct visock_dp *dp)
+{
+	return visock_rec_overhead(&dp->rec->tx);
+}
+
+/**
+ * visock_dp_rec_need() - send buffer space a writer waits for
+ * @dp: data path state with records
+ * @left: bytes the writer still has
+ *
+ * Context: any.
+ * Return: room for the next record: up to a whole one.
+ */
+u32 visock_dp_rec_need(const struct visock_dp *dp, size_t left)
+{
+	struct visock_dp_rec *r = dp->rec;
+
+	return min_t(size_t, left, r->tx.max_payload) +
+	       visock_rec_overhead(&r->tx);
+}
+
+/**
+ * visock_dp_rec_send() - seal the next record into the send buffer
+ * @dp: data path state with records
+ * @off: send buffer offset of the record (the written cursor)
+ * @space: free bytes of the send buffer from @off, more than the overhead
+ * @left: bytes the application still has to send
+ * @msg: where they are
+ * @wire: the record's length, to add to the written cursor
+ * @want: the payload bytes it asked @msg for
+ *
+ * Context: process context, under lock_sock(), without @dp->lock; may
+ * sleep.
+ * Return: payload bytes taken from @msg (fewer than asked when its
+ * memory faulted; then nothing is written if none were taken), or an
+ * error of visock_rec_seal(): the connection cannot go on.
+ */
+int visock_dp_rec_send(struct visock_dp *dp, u32 off, u32 space,
+		       size_t left, struct msghdr *msg, u32 *wire, u32 *want)
+{
+	struct visock_dp_rec *r = dp->rec;
+	u32 ovh = visock_rec_overhead(&r->tx);
+	struct scatterlist src, dst;
+	u32 got, first;
+	int len;
+
+	*wire = 0;
+	*want = min_t(size_t, left, min(space - ovh, r->tx.max_payload));
+	got = copy_from_iter(r->tx_stage + VISOCK_REC_HDR_LEN, *want,
+			     &msg->msg_iter);
+	if (!got)
+		return 0;
+	/* In place: the payload is encrypted where it is. */
+	sg_init_one(&src, r->tx_stage + VISOCK_REC_HDR_LEN, got);
+	sg_init_one(&dst, r->tx_stage, got + ovh);
+	len = visock_rec_seal(&r->tx, 0, &src, 1, got, &dst, 1, got + ovh);
+	if (len < 0)
+		return len;
+	first = min_t(u32, len, dp->tx_size - off);
+	memcpy(dp->sbuf + off, r->tx_stage, first);
+	if (first < len)
+		memcpy(dp->sbuf, r->tx_stage + first, len - first);
+	r->sealed++;
+	*wire = len;
+	return got;
+}
+
+/*
+ * Length of the record that starts at the consumer cursor if all of it
+ * is in the ring (its header's length, unchecked but bounded), or 0.
+ * Under @dp->lock.
+ */
+static u32 visock_dp_rec_whole_locked(const struct visock_dp *dp)
+{
+	struct visock_dp_rec *r = dp->rec;
+	u32 avail = visock_rx_avail_locked(dp);
+	u32 off = dp->rx_cons.count, len = 0;
+	u8 hdr[VISOCK_REC_HDR_LEN];
+	unsigned int i;
+	u64 whole;
+
+	lockdep_assert_held(&dp->lock);
+	if (avail < VISOCK_REC_HDR_LEN)
+		return 0;
+	for (i = 0; i < VISOCK_REC_HDR_LEN; i++)
+		hdr[i] = READ_ONCE(dp->rbuf[(off + i) & (dp->rx_size - 1)]);
+	for (i = 4; i < 8; i++)
+		len = len << 8 | hdr[i];
+	/* A bad length is what visock_rec_open() reports: let it. */
+	if (len > r->rx.max_payload)
+		return VISOCK_REC_HDR_LEN;
+	whole = (u64)len + visock_rec_overhead(&r->rx);
+	return avail >= whole ? whole : 0;
+}
+
+/**
+ * visock_dp_rec_ready_locked() - bytes a reader would get now
+ * @dp: data path state with records
+ *
+ * Context: under @dp->lock.
+ * Return: plaintext not yet delivered, or, if there is none, non-zero
+ * when a whole record waits in the ring.
+ */
+u32 visock_dp_rec_ready_locked(const struct visock_dp *dp)
+{
+	struct visock_dp_rec *r = dp->rec;
+
+	lockdep_assert_held(&dp->lock);
+	if (r->rx_len > r->rx_off)
+		return r->rx_len - r->rx_off;
+	return visock_dp_rec_whole_locked(dp);
+}
+
+/**
+ * visock_dp_rec_pending_locked() - opened bytes not yet delivered
+ * @dp: data path state with records
+ *
+ * Context: under @dp->lock.
+ * Return: bytes left in the plaintext buffer.
+ */
+u32 visock_dp_rec_pending_locked(const struct visock_dp *dp)
+{
+	lockdep_assert_held(&dp->lock);
+	return dp->rec->rx_len - dp->rec->rx_off;
+}
+
+/*
+ * The record at the consumer cursor did not open: count it, reset the
+ * connection.  No byte of it was delivered.
+ */
+static void visock_dp_rec_bad(struct visock_dp *dp, int err)
+{
+	struct visock_sock *vsk = dp->vsk;
+	unsigned int wake = 0;
+
+	atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_failed);
+	spin_lock_bh(&dp->lock);
+	visock_dp_fail_locked(dp, ECONNRESET, true, "record not authentic",
+			      err, &wake);
+	spin_unlock_bh(&dp->lock);
+	visock_dp_wake(dp, wake);
+}
+
+/**
+ * visock_dp_rec_fill() - open the next record if none is pending
+ * @dp: data path state with records
+ *
+ * Copies the record at the consumer cursor out of the ring, opens it
+ * into the plaintext buffer and only then consumes it from the ring
+ * (which may let the peer write there again).  A record that does not
+ * open resets the connection.
+ *
+ * Context: process context, under lock_sock(), without @dp->lock; may
+ * sleep.
+ * Return: plaintext bytes pending (0: no whole record yet), or
+ * -ECONNRESET.
+ */
+int visock_dp_rec_fill(struct visock_dp *dp)
+{
+	struct visock_dp_rec *r = dp->rec;
+	struct scatterlist src, dst;
+	unsigned int wake = 0;
+	u32 whole, off, first;
+	u8 flags;
+	u32 plen;
+	int ret;
+
+	spin_lock_bh(&dp->lock);
+	if (r->rx_len > r->rx_off) {
+		ret = r->rx_len - r->rx_off;
+		spin_unlock_bh(&dp->lock);
+		return ret;
+	}
+	whole = visock_dp_rec_whole_locked(dp);
+	off = dp->rx_cons.count;
+	spin_unlock_bh(&dp->lock);
+	if (!whole)
+		return 0;
+
+	/* The bytes between the cursors stay put until we consume them. */
+	first = min(whole, dp->rx_size - off);
+	memcpy(r->rx_stage, dp->rbuf + off, first);
+	if (first < whole)
+		memcpy(r->rx_stage + first, dp->rbuf, whole - first);
+	sg_init_one(&src, r->rx_stage, whole);
+	sg_init_one(&dst, r->rx_plain, r->rx.max_payload);
+	ret = visock_rec_open(&r->rx, &src, 1, whole, &dst, 1,
+			      r->rx.max_payload, &plen, &flags);
+	if (ret >= 0 && (ret != whole || (flags & VISOCK_REC_F_COMPRESSED)))
+		ret = -EPROTO;
+	if (ret < 0) {
+		visock_dp_rec_bad(dp, ret);
+		return -ECONNRESET;
+	}
+	r->opened++;
+	spin_lock_bh(&dp->lock);
+	r->rx_len = plen;
+	r->rx_off = 0;
+	visock_cursor_add(&dp->rx_cons, dp->rx_size, whole);
+	dp->rx_read += whole;
+	visock_rx_check_update_locked(dp);
+	visock_tx_push_locked(dp, &wake);
+	spin_unlock_bh(&dp->lock);
+	visock_dp_wake(dp, wake);
+	return plen;
+}
+
+/**
+ * visock_dp_rec_copy() - deliver opened bytes
+ * @dp: data path state with records
+ * @skip: bytes after the first undelivered one to start at (MSG_PEEK)
+ * @n: bytes to deliver, at most what is pending after @skip
+ * @msg: where to, or NULL to discard (MSG_TRUNC)
+ * @consume: mark them delivered
+ *
+ * Context: process context, under lock_sock(), without @dp->lock.
+ * Return: bytes delivered.
+ */
+u32 visock_dp_rec_copy(struct visock_dp *dp, u32 skip, u32 n,
+		       struct msghdr *msg, bool consume)
+{
+	struct visock_dp_rec *r = dp->rec;
+
+	if (msg)
+		n = copy_to_iter(r->rx_plain + r->rx_off + skip, n,
+				 &msg->msg_iter);
+	if (consume && n) {
+		spin_lock_bh(&dp->lock);
+		r->rx_off += n;
+		spin_unlock_bh(&dp->lock);
+	}
+	return n;
+}
+
+/**
+ * visock_dp_rec_query() - record counters of a connection
+ * @dp: data path state
+ * @sealed: records sealed
+ * @opened: records opened
+ *
+ * Context: under @dp->lock or lock_sock().
+ */
+void visock_dp_rec_query(const struct visock_dp *dp, u64 *sealed,
+			 u64 *opened)
+{
+	*sealed = dp->rec ? dp->rec->sealed : 0;
+	*opened = dp->rec ? dp->rec->opened : 0;
+}
