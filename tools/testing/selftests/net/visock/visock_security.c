@@ -718,6 +718,7 @@ static void diag_stalled_server(struct vt_ctx *c)
  */
 #define RAW_HOOK	HU_DEBUGFS_DIR "raw_handshake"
 #define LAZY_BYTES	HU_SYSCTL_DIR "lazy_bytes"
+#define SWREP_DELAY	HU_DEBUGFS_DIR "swrep_delay_ms"
 #define LGR_MAX_LINKS	HU_SYSCTL_DIR "lgr_max_links"
 #define LGR_PEER_QPS	HU_SYSCTL_DIR "lgr_peer_qps_max"
 #define LGR_MEM_MAX	HU_SYSCTL_DIR "lgr_mem_max_mb"
@@ -881,6 +882,7 @@ static void hostile_cleanup(const struct vt_ctx *c)
 	(void)c;
 	hu_write_ll(RAW_HOOK, 0);
 	hu_write_ll(LAZY_BYTES, 0);
+	hu_write_ll(SWREP_DELAY, 0);
 	/* qp_mem_budget's value, should its server half have failed. */
 	if (hu_read_ll(LGR_MEM_MAX) == 8)
 		hu_write_ll(LGR_MEM_MAX, 256);
@@ -1512,6 +1514,161 @@ static int lt_connect(struct vt_ctx *c, int port)
 
 	vt_try(connect(fd, (struct sockaddr *)&ss, len), "connect");
 	return fd;
+}
+
+/* ---- lazy switch: the responder's first messages on the QP ---- */
+
+/*
+ * The side that answered a SWITCH (the responder) writes over RDMA as
+ * soon as it answered; its cursor messages (a producer update, done
+ * writing, closed) may reach the initiator before the initiator handled
+ * the reply, while it does not know the responder's ring yet.  They must
+ * count as the new connection's first messages: the initiator reads
+ * every byte and then the end of the stream, never ECONNRESET.
+ * debugfs swrep_delay_ms makes the initiator handle every reply late, so
+ * those messages are always first.
+ */
+#define EC_L		4096	/* lazy_bytes of lazy_early_cursor */
+#define EC_ROUNDS	200
+#define EC_PRE		10	/* the responder's bytes on TCP */
+#define EC_POST		300	/* its bytes over RDMA, then the end */
+#define EC_DELAY_MS	30	/* swrep_delay_ms */
+#define EC_WAIT_MS	10000	/* something the peer owes */
+
+static uint8_t ec_byte(int round, int off)
+{
+	return (uint8_t)(round * 29 + off * 7 + (off >> 8) + 1);
+}
+
+/* The side that writes past byte L - 1 in round @r: client or server. */
+static bool ec_initiates(const struct vt_ctx *c, int r)
+{
+	return vt_is_client(c) == !(r & 1);
+}
+
+/*
+ * Initiator: the bytes up to L go to TCP, byte L starts the switch and
+ * is not taken until the reply is handled (a non-blocking write stops
+ * at L).  Then read the responder's bytes (TCP, then the ring) and the
+ * end of the stream.  Returns false if the connection was reset.
+ */
+static bool ec_initiator(int fd, int r)
+{
+	static uint8_t out[EC_L + 1];
+	uint8_t in[EC_PRE + EC_POST];
+	size_t got = 0;
+	ssize_t n;
+	int i;
+
+	memset(out, 'x', sizeof(out));
+	su_nonblock(fd, true);
+	n = send(fd, out, sizeof(out), MSG_NOSIGNAL);
+	vt_assert(n == EC_L, "round %d: a non-blocking write of L + 1 bytes took %zd (%s)",
+		  r, n, n < 0 ? vt_errname(errno) : "bytes");
+	su_nonblock(fd, false);
+	while (got < sizeof(in)) {
+		n = su_read_within(fd, in + got, sizeof(in) - got, EC_WAIT_MS);
+		if (n < 0 && errno == ECONNRESET)
+			return false;
+		vt_assert(n > 0, "round %d: %zu of %zu bytes, then %s", r, got,
+			  sizeof(in), n < 0 ? vt_errname(errno) : "EOF");
+		got += n;
+	}
+	for (i = 0; i < (int)sizeof(in); i++)
+		vt_assert(in[i] == ec_byte(r, i), "round %d: byte %d wrong", r, i);
+	do {
+		n = read(fd, in, 1);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == ECONNRESET)
+		return false;
+	vt_assert(n == 0, "round %d: expected the end of the stream, got %s",
+		  r, n < 0 ? vt_errname(errno) : "data");
+	return true;
+}
+
+/*
+ * Responder: a few bytes on TCP, read the initiator's L bytes, wait for
+ * the switch (our reply is out then), a few bytes over RDMA, and the end:
+ * shutdown(SHUT_WR) (then the initiator's end of the stream) or close().
+ */
+static void ec_responder(int fd, int r, bool shut)
+{
+	static uint8_t in[EC_L];
+	uint8_t out[EC_PRE + EC_POST];
+	struct visock_info vi;
+	int i, ms;
+
+	for (i = 0; i < (int)sizeof(out); i++)
+		out[i] = ec_byte(r, i);
+	su_write_all(fd, out, EC_PRE);
+	su_read_all(fd, in, sizeof(in));
+	for (ms = 0; ms < EC_WAIT_MS; ms++) {
+		hu_get_info(fd, &vi);
+		if (vi.vi_mode == VISOCK_MODE_RDMA)
+			break;
+		usleep(1000);
+	}
+	vt_assert(vi.vi_mode == VISOCK_MODE_RDMA,
+		  "round %d: the responder did not switch (mode %u)", r,
+		  vi.vi_mode);
+	su_write_all(fd, out + EC_PRE, EC_POST);
+	if (shut) {
+		vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+		su_expect_eof(fd);
+	}
+}
+
+static void lazy_early_cursor(struct vt_ctx *c)
+{
+	long long switches, reset;
+	int lfd = -1, port = 0, keeper, fd, r, resets = 0;
+
+	hu_need_rdma(c);
+	vt_agree(c, hu_debugfs_ready("swrep_delay_ms"),
+		 "no debugfs file visock/swrep_delay_ms");
+	hu_set_ll(LAZY_BYTES, EC_L);
+	/* The keeper brings the QP up: a lazy start needs one. */
+	if (vt_is_client(c)) {
+		port = su_recv_port(c);
+		keeper = lt_connect(c, port);
+	} else {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+		keeper = su_accept(lfd, SOCK_CLOEXEC);
+	}
+	hu_expect_rdma(keeper, "the keeper", NULL);
+	hu_set_ll(SWREP_DELAY, EC_DELAY_MS);
+	switches = hu_proc("lazy_switches");
+	reset = hu_proc("lazy_switch_reset");
+	vt_sync(c, "keeper up");
+	for (r = 0; r < EC_ROUNDS; r++) {
+		fd = vt_is_client(c) ? lt_connect(c, port) :
+				       su_accept(lfd, SOCK_CLOEXEC);
+		if (ec_initiates(c, r)) {
+			if (!ec_initiator(fd, r))
+				resets++;
+		} else {
+			ec_responder(fd, r, !(r & 2));
+		}
+		close(fd);
+		vt_sync(c, "round done");
+	}
+	hu_set_ll(SWREP_DELAY, 0);
+	vt_diag("%d rounds: reset as initiator %d, lazy_switches +%lld, lazy_switch_reset +%lld",
+		EC_ROUNDS, resets, hu_proc("lazy_switches") - switches,
+		hu_proc("lazy_switch_reset") - reset);
+	vt_assert(!resets, "%d of %d initiators were reset", resets,
+		  EC_ROUNDS / 2);
+	vt_assert(hu_proc("lazy_switches") - switches == EC_ROUNDS,
+		  "lazy_switches +%lld, expected %d",
+		  hu_proc("lazy_switches") - switches, EC_ROUNDS);
+	vt_assert(hu_proc("lazy_switch_reset") == reset,
+		  "lazy_switch_reset +%lld", hu_proc("lazy_switch_reset") - reset);
+	vt_sync(c, "ec done");
+	close(keeper);
+	if (lfd >= 0)
+		close(lfd);
+	hu_set_ll(LAZY_BYTES, 0);
 }
 
 /*
@@ -3106,6 +3263,8 @@ static const struct vt_test tests[] = {
 	T(qp_cap_dying, 600, "QPs made dying by their peer still count against the cap"),
 	T(hostile_handshakes, 900, "2,000 hostile handshakes: QPs and memory bounded"),
 	T(qp_mem_budget, 60, "a QP's queues count in lgr_mem_max_mb"),
+	T(lazy_early_cursor, 300,
+	  "a responder's first cursor messages ahead of the switch reply"),
 	T(lazy_ring_isolation, 900,
 	  "a failed lazy switch's ring is not reused while the peer writes"),
 	T(linger_reap_race, 60,
