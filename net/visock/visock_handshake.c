@@ -148,12 +148,38 @@ static void visock_hs_queue(struct visock_sock *vsk, unsigned long delay,
 	}
 }
 
-/* Run the work at @when (jiffies), or now if that has passed. */
+/**
+ * visock_hs_queue_at() - run the state machine at a given time at the latest
+ * @vsk: socket
+ * @when: jiffies; now if that has passed
+ *
+ * A work already queued for later is brought forward to @when; one
+ * queued for earlier stays.  Running early is harmless: every run looks
+ * at what is there and queues itself again for what it still waits for.
+ *
+ * Context: any.
+ */
 void visock_hs_queue_at(struct visock_sock *vsk, unsigned long when)
 {
+	struct delayed_work *dw = &vsk->hs_work;
 	long left = (long)(when - jiffies);
+	unsigned long delay = left > 0 ? left : 0;
 
-	visock_hs_queue(vsk, left > 0 ? left : 0, false);
+	sock_hold(&vsk->sk);
+	if (queue_delayed_work(visock_wq, dw, delay))
+		return;
+	/*
+	 * Queued already.  A timer that fires meanwhile, or a work that
+	 * runs meanwhile, only makes it run once more.
+	 */
+	if (timer_pending(&dw->timer) &&
+	    time_after(READ_ONCE(dw->timer.expires), when)) {
+		/* Was queued: that queueing holds a reference. */
+		if (mod_delayed_work(visock_wq, dw, delay))
+			sock_put(&vsk->sk);
+		return;
+	}
+	sock_put(&vsk->sk);
 }
 
 /**
