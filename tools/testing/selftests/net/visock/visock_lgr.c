@@ -1760,6 +1760,8 @@ static void lazy_switch(struct vt_ctx *c)
 	fd = vt_is_client(c) ? connect_rcvbuf(c, port, 0) :
 			       su_accept(lfd, SOCK_CLOEXEC);
 	lazy_expect_tcp(fd, vt_is_client(c) ? "client" : "server");
+	/* Both ends looked before either writes: a switch may be quick. */
+	vt_sync(c, "lazy start seen");
 	su_xfer(&fd, 1, 8192 * KiB, XFER_MS);
 	hu_get_info(fd, &vi);
 	vt_diag("after 8 MiB each way: mode %u, QP %u, lazy_switches +%lld",
@@ -1810,7 +1812,7 @@ static void lazy_decline(struct vt_ctx *c)
 /*
  * A client that writes exactly L bytes and shuts down never switches:
  * the server reads the L bytes and the end of the stream (no SWITCH can
- * follow), and its answer comes back over TCP.
+ * follow), and its answer, written only then, comes back over TCP.
  */
 static void lazy_exact(struct vt_ctx *c)
 {
@@ -1827,10 +1829,21 @@ static void lazy_exact(struct vt_ctx *c)
 		out[i] = (char)(i * 13 + 5);
 	fd = vt_is_client(c) ? connect_rcvbuf(c, port, 0) :
 			       su_accept(lfd, SOCK_CLOEXEC);
-	su_write_all(fd, out, mine);
-	vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+	/*
+	 * The server answers once it has read the end of the stream: a
+	 * server that wrote past its byte L - 1 before the client's end
+	 * arrived would start a switch of its own.
+	 */
+	if (vt_is_client(c)) {
+		su_write_all(fd, out, mine);
+		vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+	}
 	su_read_all(fd, in, theirs);
 	su_expect_eof(fd);
+	if (!vt_is_client(c)) {
+		su_write_all(fd, out, mine);
+		vt_try(shutdown(fd, SHUT_WR), "shutdown(SHUT_WR)");
+	}
 	vt_assert(!memcmp(in, out, theirs), "the peer's bytes differ");
 	lazy_expect_tcp(fd, "after the exchange");
 	vt_assert(hu_proc("lazy_switches") == switches,
