@@ -5,10 +5,11 @@
  * Statistics (VISOCK_CMD_GET_STATS, VISOCK_CMD_RESET_STATS), the RDMA
  * devices visock uses (VISOCK_CMD_GET_DEVICES), the RDMA links with their
  * owners and peers (VISOCK_CMD_GET_LINKS), net.visock.enable and the
- * default policy action (VISOCK_CMD_SET), and the destination policy
- * rules (VISOCK_CMD_POLICY_*, handled in visock_policy.c).  Every
- * command acts on the network namespace of the requesting socket; the
- * family is netnsok.  Changing commands need
+ * default policy action (VISOCK_CMD_SET), the destination policy
+ * rules (VISOCK_CMD_POLICY_*, handled in visock_policy.c) and the
+ * transform pairs with the implementation the crypto API picks for each
+ * (VISOCK_CMD_GET_TRANSFORMS).  Every command acts on the network
+ * namespace of the requesting socket; the family is netnsok.  Changing commands need
  * CAP_NET_ADMIN in the user namespace that owns that network namespace.
  *
  * Events (VISOCK_CMD_EVENT) go to the multicast group "events" of the
@@ -38,7 +39,9 @@
 #include "visock_vc.h"
 #include "visock_policy.h"
 #include "visock_psk.h"
+#include "visock_record.h"
 #include "visock_stats.h"
+#include "visock_xform.h"
 
 /* Upper bound of GID table entries looked at per port. */
 #define VISOCK_GENL_GID_MAX	4096
@@ -513,6 +516,77 @@ static int visock_genl_get_links(struct sk_buff *skb,
 	return skb->len;
 }
 
+/*
+ * A transform pair as VISOCK_XFORM_A_* attributes (the nest is the
+ * caller's): its description @xf and either the implementation @d the
+ * crypto API picked or, when @err is set, why it could not pick one.
+ */
+static int visock_genl_put_xform(struct sk_buff *skb,
+				 const struct visock_xform_info *xf,
+				 const struct visock_xform_desc *d, int err)
+{
+	if (nla_put_u8(skb, VISOCK_XFORM_A_ID, xf->id) ||
+	    nla_put_string(skb, VISOCK_XFORM_A_NAME, xf->name) ||
+	    nla_put_string(skb, VISOCK_XFORM_A_ALG, xf->alg) ||
+	    nla_put_u32(skb, VISOCK_XFORM_A_KEY_SIZE, xf->key_size) ||
+	    nla_put_u32(skb, VISOCK_XFORM_A_TAG_SIZE, xf->tag_size) ||
+	    nla_put_u32(skb, VISOCK_XFORM_A_NONCE_SIZE, VISOCK_XFORM_IV_LEN) ||
+	    nla_put_u32(skb, VISOCK_XFORM_A_RECORD_SIZE,
+			VISOCK_DP_REC_PAYLOAD) ||
+	    (xf->integrity_only &&
+	     nla_put_flag(skb, VISOCK_XFORM_A_INTEGRITY_ONLY)) ||
+	    visock_put_u64(skb, VISOCK_XFORM_A_MAX_RECORDS, xf->max_records,
+			   VISOCK_XFORM_A_PAD))
+		return -EMSGSIZE;
+	if (err)
+		return nla_put_s32(skb, VISOCK_XFORM_A_ERROR, err) ? -EMSGSIZE : 0;
+	if (nla_put_flag(skb, VISOCK_XFORM_A_AVAILABLE) ||
+	    nla_put_string(skb, VISOCK_XFORM_A_DRIVER, d->driver) ||
+	    nla_put_u32(skb, VISOCK_XFORM_A_PRIORITY, d->priority) ||
+	    (d->hw && nla_put_flag(skb, VISOCK_XFORM_A_HW)) ||
+	    (d->async && nla_put_flag(skb, VISOCK_XFORM_A_ASYNC)))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/*
+ * One pair per message, unavailable ones too.  Each pair's algorithm is
+ * allocated and freed again (visock_xform_probe()), which may load a
+ * crypto module: process context, no lock held.
+ * cb->args[0]: the id of the next pair to dump (0 before the first).
+ */
+static int visock_genl_get_xforms(struct sk_buff *skb,
+				  struct netlink_callback *cb)
+{
+	const struct visock_xform_info *xf;
+	struct visock_xform_desc d;
+	unsigned int id, msgs = 0;
+	struct nlattr *nest;
+	void *hdr;
+	bool full;
+	int err;
+
+	id = max_t(unsigned long, cb->args[0], VISOCK_XFORM_NONE + 1);
+	for (; id <= VISOCK_XFORM_MAX; id++) {
+		xf = visock_xform_get(id);
+		if (!xf)
+			continue;
+		err = visock_xform_probe(id, &d);
+		hdr = visock_genl_dump_put(skb, cb, VISOCK_CMD_GET_TRANSFORMS,
+					   VISOCK_A_XFORM, &nest);
+		if (!hdr)
+			break;
+		full = visock_genl_put_xform(skb, xf, &d, err);
+		if (visock_genl_dump_end(skb, hdr, nest, full, &msgs))
+			break;
+	}
+	cb->args[0] = id;
+	/* A pair that does not fit into an empty message never will. */
+	if (id <= VISOCK_XFORM_MAX && !msgs)
+		return -EMSGSIZE;
+	return skb->len;
+}
+
 /* A new event message: header and the open VISOCK_A_EVENT nest. */
 static struct sk_buff *visock_genl_event_new(u8 type, gfp_t gfp,
 					     struct nlattr **nest, void **hdr)
@@ -695,6 +769,10 @@ static const struct genl_small_ops visock_genl_ops[] = {
 		.cmd	= VISOCK_CMD_KEY_USE,
 		.doit	= visock_psk_nl_use,
 		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= VISOCK_CMD_GET_TRANSFORMS,
+		.dumpit	= visock_genl_get_xforms,
 	},
 };
 

@@ -36,9 +36,6 @@
 #include "visock_auth.h"
 #include "visock_record.h"
 
-/* Largest payload of one record, whatever the ring size. */
-#define VISOCK_DP_REC_PAYLOAD	(16U * 1024)
-
 /**
  * struct visock_dp_rec - records of one connection
  * @tx: the sending direction

@@ -36,6 +36,11 @@ struct aead_request;
 #define VISOCK_REC_F_ALL	(VISOCK_REC_F_PLAIN | VISOCK_REC_F_COMPRESSED)
 /* Upper bound of any record's payload, whatever the ring size. */
 #define VISOCK_REC_MAX_PAYLOAD	BIT(24)
+/*
+ * Largest payload of one record the data path seals, whatever the ring
+ * size (a quarter of a small ring holds less: visock_rec_dp.c).
+ */
+#define VISOCK_DP_REC_PAYLOAD	(16U * 1024)
 /* Entries of a scatterlist passed to seal or open (a ring wrap takes 2). */
 #define VISOCK_REC_MAX_SG	4
 
