@@ -15,10 +15,12 @@
  *   visockctl key list
  *   visockctl key add ID [name NAME] [current] [secret-file FILE|-]
  *   visockctl key use ID | del ID
+ *   visockctl transforms
  *
  * Sockets come from the kernel's sock_diag (NETLINK_SOCK_DIAG, family
- * AF_VISOCK); links, statistics, devices, events, the switch and the
- * destination policy from the "visock" generic netlink family.  The
+ * AF_VISOCK); links, statistics, devices, events, the switch, the
+ * destination policy, keys and transform pairs from the "visock" generic
+ * netlink family.  The
  * messages are built and parsed with libmnl: this file holds what each
  * attribute is and how it is printed.  See visockctl(8).
  */
@@ -127,6 +129,7 @@ static const struct attr_pol genl_pol[VISOCK_A_MAX + 1] = {
 	[VISOCK_A_POLICY_DEFAULT]	= U8,
 	[VISOCK_A_RULE]			= NEST,
 	[VISOCK_A_KEY]			= NEST,
+	[VISOCK_A_XFORM]		= NEST,
 };
 
 static const struct attr_pol key_pol[VISOCK_KEY_A_MAX + 1] = {
@@ -134,6 +137,24 @@ static const struct attr_pol key_pol[VISOCK_KEY_A_MAX + 1] = {
 	[VISOCK_KEY_A_NAME]		= STR,
 	[VISOCK_KEY_A_SECRET]		= { MNL_TYPE_BINARY },
 	[VISOCK_KEY_A_CURRENT]		= FLAG,
+};
+
+static const struct attr_pol xform_pol[VISOCK_XFORM_A_MAX + 1] = {
+	[VISOCK_XFORM_A_ID]		= U8,
+	[VISOCK_XFORM_A_NAME]		= STR,
+	[VISOCK_XFORM_A_ALG]		= STR,
+	[VISOCK_XFORM_A_DRIVER]		= STR,
+	[VISOCK_XFORM_A_PRIORITY]	= U32,
+	[VISOCK_XFORM_A_HW]		= FLAG,
+	[VISOCK_XFORM_A_ASYNC]		= FLAG,
+	[VISOCK_XFORM_A_KEY_SIZE]	= U32,
+	[VISOCK_XFORM_A_TAG_SIZE]	= U32,
+	[VISOCK_XFORM_A_NONCE_SIZE]	= U32,
+	[VISOCK_XFORM_A_RECORD_SIZE]	= U32,
+	[VISOCK_XFORM_A_INTEGRITY_ONLY]	= FLAG,
+	[VISOCK_XFORM_A_MAX_RECORDS]	= U64,
+	[VISOCK_XFORM_A_AVAILABLE]	= FLAG,
+	[VISOCK_XFORM_A_ERROR]		= U32,
 };
 
 static const struct attr_pol stats_pol[VISOCK_STATS_A_MAX + 1] = {
@@ -627,6 +648,12 @@ static void json_string(bool *first, const char *key, const char *val)
 {
 	json_key(first, key);
 	printf("\"%s\"", json_esc(val));
+}
+
+static void json_bool(bool *first, const char *key, bool val)
+{
+	json_key(first, key);
+	printf("%s", val ? "true" : "false");
 }
 
 /* ---- sockets (sock_diag) ---- */
@@ -1906,6 +1933,104 @@ static void cmd_key(int argc, char **argv)
 		die(EXIT_USAGE, "key: unknown command '%s'", sub);
 }
 
+/* ---- transform pairs ---- */
+
+/* One pair (VISOCK_A_XFORM) as a table row or a JSON object. */
+static int xform_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	const struct nlattr *tb[VISOCK_A_MAX + 1];
+	const struct nlattr *xt[VISOCK_XFORM_A_MAX + 1];
+	char name[32], alg[128], driver[128], flags[64] = "";
+	unsigned int *count = arg;
+	bool avail, hw, async, integ;
+	int32_t error;
+	bool f = true;
+
+	PARSE_GENL(nlh, tb, genl_pol);
+	if (!tb[VISOCK_A_XFORM])
+		return MNL_CB_OK;
+	PARSE_NEST(tb[VISOCK_A_XFORM], xt, xform_pol);
+	attr_str(xt[VISOCK_XFORM_A_NAME], name, sizeof(name));
+	attr_str(xt[VISOCK_XFORM_A_ALG], alg, sizeof(alg));
+	attr_str(xt[VISOCK_XFORM_A_DRIVER], driver, sizeof(driver));
+	avail = xt[VISOCK_XFORM_A_AVAILABLE];
+	hw = xt[VISOCK_XFORM_A_HW];
+	async = xt[VISOCK_XFORM_A_ASYNC];
+	integ = xt[VISOCK_XFORM_A_INTEGRITY_ONLY];
+	error = (int32_t)attr_u32(xt[VISOCK_XFORM_A_ERROR]);
+
+	if (json) {
+		printf("%s\n  {", *count ? "," : "");
+		json_u64(&f, "id", attr_u8(xt[VISOCK_XFORM_A_ID]));
+		json_string(&f, "name", name);
+		json_string(&f, "alg", alg);
+		json_bool(&f, "available", avail);
+		if (!avail)
+			json_int(&f, "error", error);
+		json_string(&f, "driver", driver);
+		json_u64(&f, "priority", attr_u32(xt[VISOCK_XFORM_A_PRIORITY]));
+		json_bool(&f, "hw", hw);
+		json_bool(&f, "async", async);
+		json_u64(&f, "key_size", attr_u32(xt[VISOCK_XFORM_A_KEY_SIZE]));
+		json_u64(&f, "tag_size", attr_u32(xt[VISOCK_XFORM_A_TAG_SIZE]));
+		json_u64(&f, "nonce_size",
+			 attr_u32(xt[VISOCK_XFORM_A_NONCE_SIZE]));
+		json_u64(&f, "record_size",
+			 attr_u32(xt[VISOCK_XFORM_A_RECORD_SIZE]));
+		json_bool(&f, "integrity_only", integ);
+		json_u64(&f, "max_records",
+			 attr_u64(xt[VISOCK_XFORM_A_MAX_RECORDS]));
+		printf("}");
+	} else {
+		if (!*count)
+			printf("%-18s %2s %-28s %-24s %5s %3s %3s %5s %6s %s\n",
+			       "NAME", "ID", "ALGORITHM", "DRIVER", "PRIO",
+			       "KEY", "TAG", "NONCE", "RECORD", "FLAGS");
+		if (!avail)
+			snprintf(flags, sizeof(flags), "unavailable (%s)",
+				 strerror(-error));
+		else
+			snprintf(flags, sizeof(flags), "%s%s%s%s",
+				 hw ? "hw," : "", async ? "async," : "",
+				 integ ? "integrity-only," : "",
+				 hw || async || integ ? "" : "-");
+		if (flags[strlen(flags) - 1] == ',')
+			flags[strlen(flags) - 1] = '\0';
+		printf("%-18s %2u %-28s %-24s %5u %3u %3u %5u %6u %s\n", name,
+		       attr_u8(xt[VISOCK_XFORM_A_ID]), alg,
+		       avail ? driver : "-",
+		       attr_u32(xt[VISOCK_XFORM_A_PRIORITY]),
+		       attr_u32(xt[VISOCK_XFORM_A_KEY_SIZE]),
+		       attr_u32(xt[VISOCK_XFORM_A_TAG_SIZE]),
+		       attr_u32(xt[VISOCK_XFORM_A_NONCE_SIZE]),
+		       attr_u32(xt[VISOCK_XFORM_A_RECORD_SIZE]), flags);
+	}
+	(*count)++;
+	return MNL_CB_OK;
+}
+
+/* The transform pairs and the implementation the crypto API picks. */
+static void cmd_transforms(void)
+{
+	unsigned int count = 0;
+	struct nl nl;
+	int err;
+
+	visock_req(&nl, VISOCK_CMD_GET_TRANSFORMS, NLM_F_DUMP);
+	if (json)
+		printf("[");
+	err = nl_talk(&nl, xform_cb, &count);
+	if (err == -EOPNOTSUPP)
+		die(1, "transforms: the loaded visock module does not list them");
+	if (err)
+		die(1, "transforms: %s", strerror(-err));
+	if (json)
+		printf("%s]\n", count ? "\n" : "");
+	else if (!count)
+		printf("no transform pairs\n");
+	nl_close(&nl);
+}
+
 /* ---- main ---- */
 
 static void print_usage(FILE *f, int code)
@@ -1931,6 +2056,7 @@ static void print_usage(FILE *f, int code)
 		"  key add ID [name NAME] [current] [secret-file FILE|-]\n"
 		"                      secret: hex text, standard input by default\n"
 		"  key use ID | del ID\n"
+		"  transforms          transform pairs, the crypto driver picked\n"
 		"  redirect ARGS...    visock_redirect(8) ARGS (as the first word)\n"
 		"Options: -j/--json machine-readable output; -n/--netns NAME runs\n"
 		"in /run/netns/NAME (or the namespace file NAME, with a '/').\n"
@@ -2126,6 +2252,8 @@ int main(int argc, char **argv)
 		cmd_policy(nwords, words);
 	} else if (!strcmp(cmd, "key")) {
 		cmd_key(nwords, words);
+	} else if (!strcmp(cmd, "transforms")) {
+		cmd_transforms();
 	} else if (!strcmp(cmd, "enable") || !strcmp(cmd, "disable")) {
 		uint8_t v = !strcmp(cmd, "enable");
 
