@@ -37,6 +37,10 @@
  * filters		src/dst ADDR, sport/dport, mode filters of
  *			`sockets` return exactly the matching connections,
  *			IPv4 and (with a peer IPv6 address) IPv6
+ * transforms_list	local: `transforms --json` and the table list every
+ *			pair of enum visock_xform with its name, algorithm,
+ *			sizes and a driver that /proc/crypto shows for that
+ *			algorithm with the same priority and async flag
  *
  * netns_isolation also checks --netns NAME (a bind mount in /run/netns
  * like `ip netns add`): that namespace's sockets, not this one's; and
@@ -45,6 +49,7 @@
  * The tool is $VISOCKCTL, else $VISOCK_SRC/tools/visock/visockctl, else
  * visockctl from PATH.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -1456,6 +1461,180 @@ static void filters(struct vt_ctx *c)
 		close(lfd6);
 }
 
+/* ---- transform pairs ---- */
+
+/* What each pair of enum visock_xform is (visock/design.rst, "Pairs"). */
+static const struct {
+	const char *name;
+	const char *alg;
+	unsigned int key;
+	bool integrity_only;
+} xforms[] = {
+	[VISOCK_XFORM_AES128_GCM] = { "gcm-aes-128", "gcm(aes)", 16, false },
+	[VISOCK_XFORM_AES256_GCM] = { "gcm-aes-256", "gcm(aes)", 32, false },
+	[VISOCK_XFORM_CHACHA20_POLY1305] = {
+		"chacha20-poly1305", "rfc7539(chacha20,poly1305)", 32, false },
+	[VISOCK_XFORM_AES128_GMAC] = { "gmac-aes-128", "gcm(aes)", 16, true },
+	[VISOCK_XFORM_AES256_GMAC] = { "gmac-aes-256", "gcm(aes)", 32, true },
+};
+
+static_assert(ARRAY_SIZE(xforms) == VISOCK_XFORM_MAX + 1,
+	      "a pair of enum visock_xform is missing from xforms[]");
+
+/* "@key":true or "@key":false in the object @line. */
+static bool json_bool(const char *line, const char *key)
+{
+	const char *end = strchr(line, '\n');
+	char pat[128];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(line, pat);
+	vt_assert(p && (!end || p < end), "no \"%s\" in: %.300s", key, line);
+	p += strlen(pat);
+	vt_assert(!strncmp(p, "true", 4) || !strncmp(p, "false", 5),
+		  "\"%s\" is not a boolean in: %.300s", key, line);
+	return *p == 't';
+}
+
+/* An implementation in /proc/crypto, by its driver name. */
+struct crypto_entry {
+	char name[256];
+	char type[256];
+	unsigned int priority;
+	bool async;
+};
+
+/* Find @driver in /proc/crypto; false if it is not there. */
+static bool proc_crypto(const char *driver, struct crypto_entry *e)
+{
+	char line[512], key[64], val[256];
+	bool in = false, found = false;
+	FILE *f = fopen("/proc/crypto", "r");
+
+	vt_assert(f, "/proc/crypto: %s", strerror(errno));
+	memset(e, 0, sizeof(*e));
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '\n') {		/* end of an entry */
+			if (in && !strcmp(e->type, "aead")) {
+				found = true;
+				break;
+			}
+			in = false;
+			memset(e, 0, sizeof(*e));
+			continue;
+		}
+		if (sscanf(line, "%63s : %255[^\n]", key, val) != 2)
+			continue;
+		if (!strcmp(key, "name"))
+			snprintf(e->name, sizeof(e->name), "%s", val);
+		else if (!strcmp(key, "driver"))
+			in = !strcmp(val, driver);
+		else if (!strcmp(key, "type"))
+			snprintf(e->type, sizeof(e->type), "%s", val);
+		else if (!strcmp(key, "priority"))
+			e->priority = strtoul(val, NULL, 10);
+		else if (!strcmp(key, "async"))
+			e->async = !strcmp(val, "yes");
+	}
+	if (!found && in && !strcmp(e->type, "aead"))
+		found = true;		/* the last entry */
+	fclose(f);
+	return found;
+}
+
+static void transforms_list(struct vt_ctx *c)
+{
+	char name[64], alg[128], driver[128], tname[64], talg[128];
+	char tdriver[128], *out, *table;
+	unsigned int id, tid, tprio, tkey, ttag, tnonce, trec;
+	unsigned long long rec;
+	struct crypto_entry e;
+	const char *line, *p;
+	int orig;
+
+	(void)c;
+	if (hu_read_int(ENABLE_PATH, &orig))
+		vt_skip("visock not loaded");
+	out = run_ctl("transforms --json");
+	table = run_ctl("transforms");
+	vt_assert(json_count(out) == VISOCK_XFORM_MAX,
+		  "%u pairs listed, enum visock_xform has %u: %.600s",
+		  json_count(out), VISOCK_XFORM_MAX, out);
+	vt_assert(!json_find(out, "id", VISOCK_XFORM_NONE),
+		  "\"none\" is listed as a pair: %.600s", out);
+	for (id = VISOCK_XFORM_NONE + 1; id <= VISOCK_XFORM_MAX; id++) {
+		line = json_find(out, "id", id);
+		vt_assert(line, "pair %u (%s) is not listed: %.600s", id,
+			  xforms[id].name, out);
+		json_str(line, "name", name, sizeof(name));
+		json_str(line, "alg", alg, sizeof(alg));
+		json_str(line, "driver", driver, sizeof(driver));
+		vt_assert(!strcmp(name, xforms[id].name) &&
+			  !strcmp(alg, xforms[id].alg),
+			  "pair %u: name %s alg %s, expected %s %s", id, name,
+			  alg, xforms[id].name, xforms[id].alg);
+		vt_assert(json_bool(line, "available"),
+			  "%s: not available here: %.300s", name, line);
+		vt_assert(driver[0], "%s: no driver: %.300s", name, line);
+		vt_assert(json_num(line, "key_size") == xforms[id].key &&
+			  json_num(line, "tag_size") == 16 &&
+			  json_num(line, "nonce_size") == 12,
+			  "%s: sizes key %llu tag %llu nonce %llu, expected %u 16 12",
+			  name, json_num(line, "key_size"),
+			  json_num(line, "tag_size"),
+			  json_num(line, "nonce_size"), xforms[id].key);
+		rec = json_num(line, "record_size");
+		vt_assert(rec >= 1024 && rec <= 1ULL << 24,
+			  "%s: record_size %llu", name, rec);
+		vt_assert(json_bool(line, "integrity_only") ==
+			  xforms[id].integrity_only,
+			  "%s: integrity_only wrong: %.300s", name, line);
+		vt_assert(json_num(line, "max_records") >= 1ULL << 20,
+			  "%s: max_records %llu", name,
+			  json_num(line, "max_records"));
+
+		/* The crypto API has that driver for that algorithm. */
+		vt_assert(proc_crypto(driver, &e),
+			  "%s: driver %s is not an aead in /proc/crypto", name,
+			  driver);
+		vt_assert(!strcmp(e.name, alg),
+			  "%s: /proc/crypto says %s implements %s, not %s",
+			  name, driver, e.name, alg);
+		vt_assert(e.priority == json_num(line, "priority") &&
+			  e.async == json_bool(line, "async"),
+			  "%s: %s has priority %u async %d in /proc/crypto: %.300s",
+			  name, driver, e.priority, e.async, line);
+
+		/* The table's row says the same. */
+		p = table;
+		tname[0] = '\0';
+		while (p && *p) {
+			if (sscanf(p, "%63s %u %127s %127s %u %u %u %u %u",
+				   tname, &tid, talg, tdriver, &tprio, &tkey,
+				   &ttag, &tnonce, &trec) == 9 &&
+			    !strcmp(tname, name))
+				break;
+			tname[0] = '\0';
+			p = strchr(p, '\n');
+			if (p)
+				p++;
+		}
+		vt_assert(tname[0], "%s: no row in the table: %.600s", name,
+			  table);
+		vt_assert(tid == id && !strcmp(talg, alg) &&
+			  !strcmp(tdriver, driver) && tprio == e.priority &&
+			  tkey == xforms[id].key && ttag == 16 && tnonce == 12 &&
+			  trec == rec,
+			  "%s: the table row differs from the JSON: %.300s",
+			  name, p);
+		vt_diag("%s: %s (priority %u%s)", name, driver, e.priority,
+			e.async ? ", async" : "");
+	}
+	free(out);
+	free(table);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -1467,6 +1646,8 @@ static const struct vt_test tests[] = {
 	T(links_peers, 120, "visockctl links/peers: the genl link dump"),
 	T(monitor_events, 120, "visockctl monitor: link up, fallback, link down"),
 	T(filters, 120, "visockctl sockets filters: addresses, ports, mode"),
+	{ "transforms_list", transforms_list, NULL, 60,
+	  "visockctl transforms: every pair, its driver as /proc/crypto has it" },
 };
 
 int main(int argc, char **argv)
