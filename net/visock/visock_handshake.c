@@ -71,6 +71,7 @@
 #include "visock_nf.h"
 #include "visock_auth.h"
 #include "visock_psk.h"
+#include "visock_mem.h"
 
 /**
  * visock_hs_ring_size() - size of the receive ring of a new connection
@@ -570,7 +571,8 @@ static int visock_hs_auth_begin(struct visock_sock *vsk, u32 id)
 	int err;
 
 	sec = kmalloc(sizeof(*sec), GFP_KERNEL);
-	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	/* The connection's keys live as long as it: its cgroup's. */
+	a = visock_mem_kzalloc(&vsk->sk, sizeof(*a));
 	err = -ENOMEM;
 	if (!sec || !a)
 		goto out;

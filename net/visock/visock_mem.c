@@ -25,9 +25,12 @@
  * Its owner's rules serialise the calls here (one vc per socket, created,
  * connected and destroyed by the socket's owner).
  *
- * Small per-connection objects that are neither pooled nor outlive the
- * connection (its data path state) are allocated with __GFP_ACCOUNT in
- * the same cgroup (visock_mem_kzalloc()).
+ * Per-connection objects that are neither pooled nor outlive the
+ * connection (its data path state, its keys, the records and staging
+ * buffers of a transform) are allocated with __GFP_ACCOUNT in the same
+ * cgroup: between visock_mem_scope_enter() and visock_mem_scope_leave(),
+ * or with visock_mem_kzalloc() for a single object.  They count as
+ * kernel memory of the cgroup ("kernel" and "slab" in memory.stat).
  *
  * The protocol total has no limit (visock_sysctl_mem): the namespace's
  * budget and the memory cgroup are the limits.  A charge the cgroup
@@ -137,8 +140,43 @@ void *visock_mem_kzalloc(struct sock *sk, size_t size)
 	struct mem_cgroup *old;
 	void *p;
 
-	old = set_active_memcg(sk->sk_memcg);
+	old = visock_mem_scope_enter(sk);
 	p = kzalloc(size, GFP_KERNEL_ACCOUNT);
-	set_active_memcg(old);
+	visock_mem_scope_leave(old);
 	return p;
+}
+
+/**
+ * visock_mem_scope_enter() - charge allocations to a socket's cgroup
+ * @sk: the socket the memory is for
+ *
+ * Until visock_mem_scope_leave(), allocations of the current task with
+ * __GFP_ACCOUNT (GFP_KERNEL_ACCOUNT) are charged to @sk's memory cgroup,
+ * not to the task's: on the server the task is a worker of visock_wq.
+ * If @sk has no cgroup (none but the root one, or socket accounting
+ * off) they are charged as without the scope.  Allocations without
+ * __GFP_ACCOUNT are not charged either way.  Scopes nest.
+ *
+ * Context: process context; the same task leaves the scope before it
+ * returns to user space or to its worker's loop.
+ * Return: the scope to restore; pass it to visock_mem_scope_leave().
+ */
+struct mem_cgroup *visock_mem_scope_enter(const struct sock *sk)
+{
+#ifdef CONFIG_MEMCG
+	return set_active_memcg(sk->sk_memcg);
+#else
+	return NULL;
+#endif
+}
+
+/**
+ * visock_mem_scope_leave() - end a scope of visock_mem_scope_enter()
+ * @old: what visock_mem_scope_enter() returned
+ *
+ * Context: process context, the task that entered the scope.
+ */
+void visock_mem_scope_leave(struct mem_cgroup *old)
+{
+	set_active_memcg(old);
 }

@@ -9,6 +9,7 @@
 #include <linux/percpu.h>
 #include <linux/types.h>
 
+struct mem_cgroup;
 struct sock;
 
 extern atomic_long_t visock_memory_allocated;
@@ -29,5 +30,7 @@ int visock_mem_charge(struct sock *sk, u32 size, u32 *charged);
 void visock_mem_uncharge(struct sock *sk, u32 *charged);
 void visock_mem_sk_inherit(struct sock *sk, const struct sock *lsk);
 void *visock_mem_kzalloc(struct sock *sk, size_t size);
+struct mem_cgroup *visock_mem_scope_enter(const struct sock *sk);
+void visock_mem_scope_leave(struct mem_cgroup *old);
 
 #endif /* _NET_VISOCK_MEM_H */

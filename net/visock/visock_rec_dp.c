@@ -27,6 +27,12 @@
  * Both directions' state is used under lock_sock() of the socket only
  * (sendmsg() and recvmsg() serialise on it); the plaintext counters that
  * poll() reads are also written under @dp->lock.
+ *
+ * The records' state and buffers (about three records' worth: 48 KiB
+ * with 64 KiB rings) are the connection's own: charged to the socket's
+ * memory cgroup, also when the server's handshake work sets them up
+ * (visock_mem.c).  The AEADs' transforms are the crypto API's, which
+ * allocates them uncharged.
  */
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -34,6 +40,7 @@
 
 #include "visock_rdma.h"
 #include "visock_auth.h"
+#include "visock_mem.h"
 #include "visock_record.h"
 
 /**
@@ -66,31 +73,17 @@ static u32 visock_dp_rec_max(u32 ring, unsigned int overhead)
 	return min(VISOCK_DP_REC_PAYLOAD, ring / 4 - overhead);
 }
 
-/**
- * visock_dp_rec_init() - put records on a connection's data path
- * @dp: data path state, sizes set, not yet carrying data
- * @a: the handshake's keys; @a->xform is the negotiated transform
- * @server: this end is the server (it seals with the server's key)
- *
- * Context: process context, under lock_sock(); may sleep.
- * Return: 0 (also when no transform was negotiated: nothing to do),
- * -ENOMEM, or an error of the crypto API.
- */
-int visock_dp_rec_init(struct visock_dp *dp, const struct visock_auth_conn *a,
-		       bool server)
+/* Both directions and their buffers, in the current memory cgroup. */
+static int visock_dp_rec_alloc(struct visock_dp *dp,
+			       const struct visock_auth_conn *a,
+			       const struct visock_xform_info *xf, bool server)
 {
-	const struct visock_xform_info *xf;
+	unsigned int ovh = VISOCK_REC_HDR_LEN + xf->tag_size;
+	unsigned int txd, rxd;
 	struct visock_dp_rec *r;
-	unsigned int ovh, txd, rxd;
 	int err;
 
-	if (!a || !a->xform)
-		return 0;
-	xf = visock_xform_get(a->xform);
-	if (!xf)
-		return -EINVAL;
-	ovh = VISOCK_REC_HDR_LEN + xf->tag_size;
-	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
 	txd = server ? VISOCK_KDF_S2C : VISOCK_KDF_C2S;
@@ -105,9 +98,9 @@ int visock_dp_rec_init(struct visock_dp *dp, const struct visock_auth_conn *a,
 	if (err)
 		goto err;
 	err = -ENOMEM;
-	r->tx_stage = kmalloc(r->tx.max_payload + ovh, GFP_KERNEL);
-	r->rx_stage = kmalloc(r->rx.max_payload + ovh, GFP_KERNEL);
-	r->rx_plain = kmalloc(r->rx.max_payload, GFP_KERNEL);
+	r->tx_stage = kmalloc(r->tx.max_payload + ovh, GFP_KERNEL_ACCOUNT);
+	r->rx_stage = kmalloc(r->rx.max_payload + ovh, GFP_KERNEL_ACCOUNT);
+	r->rx_plain = kmalloc(r->rx.max_payload, GFP_KERNEL_ACCOUNT);
 	if (!r->tx_stage || !r->rx_stage || !r->rx_plain)
 		goto err;
 	dp->rec = r;
@@ -116,6 +109,38 @@ int visock_dp_rec_init(struct visock_dp *dp, const struct visock_auth_conn *a,
 err:
 	dp->rec = r;
 	visock_dp_rec_free(dp);
+	return err;
+}
+
+/**
+ * visock_dp_rec_init() - put records on a connection's data path
+ * @dp: data path state, sizes set, not yet carrying data
+ * @a: the handshake's keys; @a->xform is the negotiated transform
+ * @server: this end is the server (it seals with the server's key)
+ *
+ * The records' state and buffers are charged to the memory cgroup of
+ * @dp's socket, whichever task sets them up.
+ *
+ * Context: process context, under lock_sock(); may sleep.
+ * Return: 0 (also when no transform was negotiated: nothing to do),
+ * -ENOMEM, or an error of the crypto API.
+ */
+int visock_dp_rec_init(struct visock_dp *dp, const struct visock_auth_conn *a,
+		       bool server)
+{
+	const struct visock_xform_info *xf;
+	struct mem_cgroup *old;
+	int err;
+
+	if (!a || !a->xform)
+		return 0;
+	xf = visock_xform_get(a->xform);
+	if (!xf)
+		return -EINVAL;
+	lockdep_assert_held(&dp->vsk->sk.sk_lock);
+	old = visock_mem_scope_enter(&dp->vsk->sk);
+	err = visock_dp_rec_alloc(dp, a, xf, server);
+	visock_mem_scope_leave(old);
 	return err;
 }
 

@@ -126,7 +126,9 @@ void visock_rec_nonce(const u8 iv_salt[VISOCK_XFORM_IV_LEN], u64 seq,
  *	a record with its overhead must fit the ring
  *
  * The first record has sequence number 0; a key protects at most the
- * pair's max_records records.
+ * pair's max_records records.  The direction's own buffers are charged
+ * (__GFP_ACCOUNT) to the current memory cgroup: a caller that sets one
+ * up for a socket does so in the socket's (visock_mem_scope_enter()).
  *
  * Context: process context, may sleep.
  * Return: 0; -EINVAL for an unknown pair or bad length; -ENOMEM; or an
@@ -142,7 +144,7 @@ int visock_rec_init(struct visock_rec_ctx *c, unsigned int xform,
 	memset(c, 0, sizeof(*c));
 	if (!xf || !max_payload || max_payload > VISOCK_REC_MAX_PAYLOAD)
 		return -EINVAL;
-	c->s = kzalloc(sizeof(*c->s), GFP_KERNEL);
+	c->s = kzalloc(sizeof(*c->s), GFP_KERNEL_ACCOUNT);
 	if (!c->s)
 		return -ENOMEM;
 	c->aead = visock_xform_alloc(xf, key, keylen);
@@ -151,7 +153,7 @@ int visock_rec_init(struct visock_rec_ctx *c, unsigned int xform,
 		c->aead = NULL;
 		goto err;
 	}
-	c->req = aead_request_alloc(c->aead, GFP_KERNEL);
+	c->req = aead_request_alloc(c->aead, GFP_KERNEL_ACCOUNT);
 	if (!c->req) {
 		err = -ENOMEM;
 		goto err;
