@@ -3299,6 +3299,115 @@ static void psk_unprivileged(struct vt_ctx *c)
 	vt_sync(c, "checked");
 }
 
+/* ---- memcg_records: a transform's buffers charged to the cgroup ---- */
+
+/*
+ * memcg_records: the records' state and staging buffers of a connection
+ * with a transform are charged to its socket's memory cgroup, on both
+ * ends (the server's are set up by its handshake work).  Each half runs
+ * in a cgroup v2 group of its own, same key on both, auth 1.
+ * MCR_CONNS connections without a transform, then MCR_CONNS with
+ * gcm-aes-128, all open at the end: the second batch must raise
+ * memory.current by at least 3/4 of its record buffers' bytes more than
+ * the first (memory.current moves in per-CPU batches of up to 256 KiB,
+ * so the numbers are not exact).  A connection's record buffers, with a
+ * record's payload at most a quarter of the ring less the header and
+ * tag, and at most 16 KiB: one sealed record to send, one to open, one
+ * opened payload.
+ */
+#define MCR_CONNS	64
+#define MCR_OVERHEAD	32	/* record header and tag */
+#define MCR_PAYLOAD	16384	/* largest payload of a record */
+
+static long long mcr_max_payload(uint32_t ring)
+{
+	long long p = (long long)ring / 4 - MCR_OVERHEAD;
+
+	return p < MCR_PAYLOAD ? p : MCR_PAYLOAD;
+}
+
+/*
+ * MCR_CONNS connections, each with one byte echoed; every one on RDMA
+ * with transform @xform.  Returns the record buffers they hold.
+ */
+static long long mcr_open(struct vt_ctx *c, int lfd, int port, int *fds,
+			  int xform)
+{
+	struct visock_info vi;
+	long long bufs = 0;
+	char ch = 'r';
+	int i;
+
+	for (i = 0; i < MCR_CONNS; i++) {
+		if (vt_is_client(c)) {
+			fds[i] = su_connect(c, VT_FAMILY_VISOCK, false, port);
+			su_write_all(fds[i], &ch, 1);
+			su_read_all(fds[i], &ch, 1);
+		} else {
+			fds[i] = su_accept(lfd, SOCK_CLOEXEC);
+			su_read_all(fds[i], &ch, 1);
+			su_write_all(fds[i], &ch, 1);
+		}
+		hu_expect_rdma(fds[i], xform_names[xform], &vi);
+		vt_assert(vi.vi_xform == (uint32_t)xform,
+			  "connection %d: vi_xform %u, expected %d (%s)", i,
+			  vi.vi_xform, xform, xform_names[xform]);
+		bufs += mcr_max_payload(vi.vi_peer_rbuf_size) + MCR_OVERHEAD +
+			mcr_max_payload(vi.vi_rbuf_size) + MCR_OVERHEAD +
+			mcr_max_payload(vi.vi_rbuf_size);
+	}
+	return bufs;
+}
+
+static void memcg_records(struct vt_ctx *c)
+{
+	long long cur0, cur1, cur2, plain, xf, bufs, diff;
+	int fds[2 * MCR_CONNS], lfd = -1, port = 0, i;
+	const char *side = vt_is_client(c) ? "client" : "server";
+	const char *why;
+
+	hu_need_rdma(c);
+	why = mc_join(c);
+	vt_agree(c, !*why, why);
+	vt_assert(mc_write(mc_cg, "memory.max", "max"), "memory.max: %s",
+		  strerror(errno));
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	hu_sysctl_set("transform", 0);
+	/* The listener is made in the cgroup: its children are charged here. */
+	if (!vt_is_client(c)) {
+		lfd = su_listen(VT_FAMILY_VISOCK, false, 16, SOCK_CLOEXEC);
+		su_send_port(c, lfd);
+	} else {
+		port = su_recv_port(c);
+	}
+	cur0 = mc_current();
+	mcr_open(c, lfd, port, fds, 0);
+	vt_sync(c, "plain open");
+	cur1 = mc_current();
+	hu_sysctl_set("transform", 1);
+	vt_sync(c, "transform set");
+	bufs = mcr_open(c, lfd, port, fds + MCR_CONNS, 1);
+	vt_sync(c, "transformed open");
+	cur2 = mc_current();
+	plain = cur1 - cur0;
+	xf = cur2 - cur1;
+	diff = xf - plain;
+	vt_diag("%s: memory.current +%lld (%d plain), +%lld (%d gcm-aes-128)",
+		side, plain, MCR_CONNS, xf, MCR_CONNS);
+	vt_diag("%s: %lld bytes more with the transform, record buffers %lld",
+		side, diff, bufs);
+	vt_assert(diff >= bufs / 4 * 3,
+		  "%s: %d connections with gcm-aes-128 raised memory.current by %lld bytes more than %d without (%lld vs %lld); their record buffers are %lld bytes, expected at least 3/4 of that",
+		  side, MCR_CONNS, diff, MCR_CONNS, xf, plain, bufs);
+	vt_sync(c, "checked");
+	for (i = 0; i < 2 * MCR_CONNS; i++)
+		close(fds[i]);
+	if (lfd >= 0)
+		close(lfd);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -3347,6 +3456,8 @@ static const struct vt_test tests[] = {
 	T(xform_no_psk, 120, "a peer without the key: no transform"),
 	T(xform_stream, 300,
 	  "every transform: the stream echoes intact through records"),
+	T(memcg_records, 600,
+	  "a transform's record buffers are charged to the socket's cgroup"),
 };
 
 /*
