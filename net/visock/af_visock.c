@@ -544,6 +544,30 @@ static void visock_accept_work(struct work_struct *work)
 	sock_put(lsk);
 }
 
+/*
+ * Whether @vsk asks for a transform of its records.  A lazy switch
+ * negotiates none (its SWITCH carries no offer): such a socket runs the
+ * full handshake, which does.  One line per source of the request.
+ */
+static bool visock_wants_xform(const struct visock_sock *vsk)
+{
+	const struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+
+	return READ_ONCE(vn->xform) != VISOCK_XFORM_NONE;
+}
+
+/*
+ * The lazy start threshold @vsk proposes (connect(), before the SYN) or
+ * takes (listen()), or 0: none for a socket that asks for a transform,
+ * or the namespace's net.visock.lazy_bytes.
+ */
+static u32 visock_lazy_bytes_for(const struct visock_sock *vsk)
+{
+	if (visock_wants_xform(vsk))
+		return 0;
+	return visock_lazy_threshold(sock_net(&vsk->sk));
+}
+
 static int visock_listen(struct socket *sock, int backlog)
 {
 	struct sock *sk = sock->sk;
@@ -563,7 +587,7 @@ static int visock_listen(struct socket *sock, int backlog)
 	 * same (visock_tcp_synack_opt()).
 	 */
 	if (sk->sk_state != TCP_LISTEN)
-		WRITE_ONCE(vsk->lazy_bytes, visock_lazy_threshold(sock_net(sk)));
+		WRITE_ONCE(vsk->lazy_bytes, visock_lazy_bytes_for(vsk));
 	/* The SYN-ACK hook and accepted children read the client's SYN. */
 	err = vsk->tcp->ops->setsockopt(vsk->tcp, SOL_TCP, TCP_SAVE_SYN,
 					KERNEL_SOCKPTR(&one), sizeof(one));
@@ -712,6 +736,7 @@ static int visock_connect(struct socket *sock,
 	struct sock *sk = sock->sk;
 	struct visock_sock *vsk = visock_sk(sk);
 	long timeo;
+	u32 lazy;
 	int err;
 
 	lock_sock(sk);
@@ -740,13 +765,12 @@ static int visock_connect(struct socket *sock,
 		 * one up with the handshake.
 		 */
 		vsk->lazy_bytes = 0;
+		lazy = visock_lazy_bytes_for(vsk);
 		if (READ_ONCE(visock_net(sock_net(sk))->enable) &&
-		    !test_bit(VISOCK_F_POLICY_TCP, &vsk->flags) &&
-		    visock_lazy_threshold(sock_net(sk)) &&
+		    !test_bit(VISOCK_F_POLICY_TCP, &vsk->flags) && lazy &&
 		    visock_lgr_peer_up(sock_net(sk),
 				       visock_sockaddr(addr), len))
-			WRITE_ONCE(vsk->lazy_bytes,
-				   visock_lazy_threshold(sock_net(sk)));
+			WRITE_ONCE(vsk->lazy_bytes, lazy);
 	}
 	release_sock(sk);
 
