@@ -3408,6 +3408,91 @@ static void memcg_records(struct vt_ctx *c)
 		close(lfd);
 }
 
+/* ---- xform_no_lazy: a transform is never skipped by a lazy start ---- */
+
+/*
+ * xform_no_lazy: lazy_bytes set on both hosts, same key, auth 1.  A
+ * lazy switch negotiates no transform, so a socket that asks for one
+ * neither proposes a lazy start nor, as a listener, takes one.  After
+ * the keeper brought the queue pair up, for each pair of
+ * net.visock.transform settings (client, server), set before the
+ * listener and the connection are made: the connection is not lazy,
+ * moves PSK_LAZY_BYTES each way intact over RDMA, with the transform
+ * the handshake negotiates, and through records when there is one.
+ */
+static const struct {
+	int client, server, want;
+} xnl_cases[] = {
+	{ 1, 1, 1 },	/* both ask: the transform, on RDMA at once */
+	{ 1, 0, 0 },	/* the client proposes no lazy start */
+	{ 0, 1, 0 },	/* the listener takes none */
+};
+
+static void xform_no_lazy(struct vt_ctx *c)
+{
+	int lfd, port, keeper, fd, i;
+	struct visock_info vi;
+	char what[64];
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	hu_sysctl_set("transform", 0);
+	keeper = psk_lazy_begin(c, &lfd, &port);
+	if (lfd >= 0)
+		close(lfd);
+	for (i = 0; i < (int)ARRAY_SIZE(xnl_cases); i++) {
+		snprintf(what, sizeof(what), "%s, client %d server %d",
+			 vt_is_client(c) ? "client" : "server",
+			 xnl_cases[i].client, xnl_cases[i].server);
+		hu_sysctl_set("transform", vt_is_client(c) ?
+			      xnl_cases[i].client : xnl_cases[i].server);
+		vt_sync(c, "transform set");
+		if (vt_is_client(c)) {
+			lfd = -1;
+			port = su_recv_port(c);
+			fd = su_connect(c, VT_FAMILY_VISOCK, false, port);
+		} else {
+			lfd = su_listen(VT_FAMILY_VISOCK, false, 16,
+					SOCK_CLOEXEC);
+			su_send_port(c, lfd);
+			fd = su_accept(lfd, SOCK_CLOEXEC);
+		}
+		hu_get_info(fd, &vi);
+		vt_diag("%s: mode %u, flags %#x after connect", what,
+			vi.vi_mode, vi.vi_flags);
+		vt_assert(!(vi.vi_flags & VISOCK_INFO_F_LAZY),
+			  "%s: a lazy start (flags %#x, mode %u): its switch would reach RDMA without the transform",
+			  what, vi.vi_flags, vi.vi_mode);
+		vt_sync(c, "looked");
+		su_xfer(&fd, 1, PSK_LAZY_BYTES, PSK_XFER_MS);
+		hu_expect_rdma(fd, what, &vi);
+		vt_diag("%s: transform %u, flags %#x, %llu records sealed, %llu opened",
+			what, vi.vi_xform, vi.vi_flags,
+			(unsigned long long)vi.vi_rec_sealed,
+			(unsigned long long)vi.vi_rec_opened);
+		vt_assert(!(vi.vi_flags & VISOCK_INFO_F_LAZY),
+			  "%s: flags %#x: a lazy connection", what,
+			  vi.vi_flags);
+		vt_assert(vi.vi_xform == (uint32_t)xnl_cases[i].want,
+			  "%s: vi_xform %u, expected %d (%s)", what,
+			  vi.vi_xform, xnl_cases[i].want,
+			  xform_names[xnl_cases[i].want]);
+		if (xnl_cases[i].want)
+			vt_assert(vi.vi_rec_sealed >= PSK_LAZY_BYTES / 16384 &&
+				  vi.vi_rec_opened >= PSK_LAZY_BYTES / 16384,
+				  "%s: %llu records sealed, %llu opened: the stream did not go through records",
+				  what, (unsigned long long)vi.vi_rec_sealed,
+				  (unsigned long long)vi.vi_rec_opened);
+		vt_sync(c, "checked");
+		close(fd);
+		if (lfd >= 0)
+			close(lfd);
+	}
+	close(keeper);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -3456,6 +3541,8 @@ static const struct vt_test tests[] = {
 	T(xform_no_psk, 120, "a peer without the key: no transform"),
 	T(xform_stream, 300,
 	  "every transform: the stream echoes intact through records"),
+	T(xform_no_lazy, 300,
+	  "lazy_bytes and a transform: the handshake, not a lazy start"),
 	T(memcg_records, 600,
 	  "a transform's record buffers are charged to the socket's cgroup"),
 };
