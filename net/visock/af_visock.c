@@ -445,6 +445,8 @@ static struct visock_sock *visock_child_alloc(struct visock_sock *lvsk,
 	visock_inherit_tcp_opts(sk, tcp->sk);
 	sock_hold(lsk);
 	visock_sk(sk)->listener = lvsk;
+	/* Before the handshake, which asks for it. */
+	visock_sk(sk)->xform_opt = READ_ONCE(lvsk->xform_opt);
 	visock_decide_child(visock_sk(sk));
 	return visock_sk(sk);
 }
@@ -553,7 +555,9 @@ static bool visock_wants_xform(const struct visock_sock *vsk)
 {
 	const struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 
-	return READ_ONCE(vn->xform) != VISOCK_XFORM_NONE;
+	return READ_ONCE(vsk->xform_opt) != VISOCK_XFORM_NONE ||
+	       vsk->pol_xform != VISOCK_XFORM_NONE ||
+	       READ_ONCE(vn->xform) != VISOCK_XFORM_NONE;
 }
 
 /*
@@ -735,6 +739,7 @@ static int visock_connect(struct socket *sock,
 {
 	struct sock *sk = sock->sk;
 	struct visock_sock *vsk = visock_sk(sk);
+	struct visock_policy_verdict pv;
 	long timeo;
 	u32 lazy;
 	int err;
@@ -753,16 +758,21 @@ static int visock_connect(struct socket *sock,
 		sk->sk_state = TCP_SYN_SENT;
 		/*
 		 * Before the SYN: a denied destination gets no option
-		 * (visock_tcp_syn_opt()) and settles on plain TCP.
+		 * (visock_tcp_syn_opt()) and settles on plain TCP.  The
+		 * transform a rule names is for the handshake.
 		 */
+		visock_policy_get(sock_net(sk), visock_sockaddr(addr), len,
+				  &pv);
 		assign_bit(VISOCK_F_POLICY_TCP, &vsk->flags,
 			   READ_ONCE(visock_net(sock_net(sk))->enable) &&
-			   visock_policy_denies(sock_net(sk),
-						visock_sockaddr(addr), len));
+			   pv.action == VISOCK_POLICY_DENY);
+		vsk->pol_xform = pv.xform;
+		vsk->pol_xform_req = pv.xform_require;
 		/*
 		 * Propose a lazy start (visock_tcp_syn_opt()) only where a
 		 * QP to the peer is up: the first connection to a peer sets
-		 * one up with the handshake.
+		 * one up with the handshake.  Never where a transform is
+		 * asked for (visock_lazy_bytes_for()).
 		 */
 		vsk->lazy_bytes = 0;
 		lazy = visock_lazy_bytes_for(vsk);
@@ -1185,6 +1195,8 @@ static int visock_setsockopt_visock(struct visock_sock *vsk, int optname,
 		if (copy_from_sockptr(&val, optval, sizeof(val)))
 			return -EFAULT;
 		return visock_set_reuseport(vsk, &val, sizeof(val));
+	case VISOCK_TRANSFORM:
+		return visock_sockopt_set_xform(vsk, optval, optlen);
 	default:
 		return -ENOPROTOOPT;
 	}
@@ -1257,6 +1269,9 @@ static int visock_getsockopt(struct socket *sock, int level, int optname,
 		break;
 	case VISOCK_REUSEPORT:
 		val = vsk->sk.sk_reuseport;	/* a bit field */
+		break;
+	case VISOCK_TRANSFORM:
+		val = visock_sockopt_get_xform(vsk);
 		break;
 	default:
 		return -ENOPROTOOPT;

@@ -276,6 +276,13 @@ struct visock_mode_ops {
  * @ops: the operations of @mode (struct visock_mode_ops); never NULL,
  *	written as @mode, read locklessly with READ_ONCE()
  * @fb_reason: enum visock_fallback_reason once @mode is VISOCK_MODE_TCP
+ * @xform_opt: setsockopt(SOL_VISOCK, VISOCK_TRANSFORM), enum visock_xform
+ *	or VISOCK_XFORM_NONE; written under lock_sock() before the
+ *	connection is decided (a child copies its listener's), read with
+ *	READ_ONCE()
+ * @pol_xform: the transform the destination policy rule named, set by
+ *	connect() before the SYN; VISOCK_XFORM_NONE if none
+ * @pol_xform_req: that rule requires @pol_xform (set with it)
  * @tcp_app_seq: sequence number of the internal TCP connection where our
  *	application bytes start, after our handshake messages (valid with
  *	VISOCK_F_APP_SEQ)
@@ -372,6 +379,9 @@ struct visock_sock {
 	const struct visock_mode_ops *ops;
 	u8 mode;
 	u8 fb_reason;
+	u8 xform_opt;
+	u8 pol_xform;
+	bool pol_xform_req;
 	/* TCP sequence number of the first application byte we send */
 	u32 tcp_app_seq;
 	u32 lazy_bytes;

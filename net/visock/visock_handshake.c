@@ -458,6 +458,8 @@ static u8 visock_hs_peer_reason(u32 reason)
 		return VISOCK_FB_AUTH;
 	case VISOCK_FB_AUTH_MISSING:
 		return VISOCK_FB_AUTH_MISSING;
+	case VISOCK_FB_XFORM_REQUIRED:
+		return VISOCK_FB_XFORM_REQUIRED;
 	default:
 		return VISOCK_FB_PEER_DECLINE;
 	}
@@ -608,23 +610,71 @@ static int visock_hs_auth_derive(struct visock_sock *vsk)
 	return err;
 }
 
-/*
- * Client of an authenticated handshake: offer the transforms
- * net.visock.transform asks for (TLV XFORM of @m, the REQ).
+/**
+ * visock_hs_xform_pref() - the transform pair a connection asks for
+ * @vsk: the socket, client or server
+ * @required: set if a destination policy rule requires the pair
+ *
+ * From strongest to weakest: a policy rule that requires a pair, the
+ * socket's VISOCK_TRANSFORM, a rule that names a pair without requiring
+ * it, net.visock.transform (visock_xform_pref()).  A server has no rule:
+ * the policy is only asked on connect().
+ *
+ * Context: process context, under lock_sock(@vsk).
+ * Return: enum visock_xform, VISOCK_XFORM_NONE for none.
  */
-static void visock_hs_xform_offer(struct visock_sock *vsk,
-				  struct visock_hs_msg *m)
+static unsigned int visock_hs_xform_pref(const struct visock_sock *vsk,
+					 bool *required)
 {
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
-	struct visock_auth_conn *a = vsk->auth;
 
-	a->offer_n = visock_xform_offer(READ_ONCE(vn->xform), a->offer,
+	lockdep_assert_held(&vsk->sk.sk_lock);
+	*required = vsk->pol_xform && vsk->pol_xform_req;
+	return visock_xform_pref(READ_ONCE(vn->xform),
+				 READ_ONCE(vsk->xform_opt), vsk->pol_xform,
+				 vsk->pol_xform_req);
+}
+
+/* Client: does a policy rule require a transform pair? */
+static bool visock_hs_xform_required(const struct visock_sock *vsk)
+{
+	return vsk->pol_xform && vsk->pol_xform_req;
+}
+
+/*
+ * Client of an authenticated handshake: offer the transforms the
+ * connection asks for (TLV XFORM of @m, the REQ); a required one alone.
+ * False if a required pair cannot be offered (this host cannot run it).
+ */
+static bool visock_hs_xform_offer(struct visock_sock *vsk,
+				  struct visock_hs_msg *m)
+{
+	struct visock_auth_conn *a = vsk->auth;
+	unsigned int pref;
+	bool required;
+
+	pref = visock_hs_xform_pref(vsk, &required);
+	a->offer_n = visock_xform_offer(pref, a->offer, required ? 1 :
 					VISOCK_XFORM_OFFER_MAX);
 	if (!a->offer_n)
-		return;
+		return !required;
 	m->present |= VISOCK_HSF(VISOCK_TLV_XFORM);
 	m->xform_n = a->offer_n;
 	memcpy(m->xform, a->offer, a->offer_n);
+	return true;
+}
+
+/*
+ * Client, before CONFIRM: a handshake that did not agree on a required
+ * pair (none chosen, or not authenticated at all) must not reach RDMA.
+ */
+static bool visock_hs_xform_refused(struct visock_sock *vsk)
+{
+	unsigned int pref;
+	bool required;
+
+	pref = visock_hs_xform_pref(vsk, &required);
+	return required && (!vsk->auth || vsk->auth->xform != pref);
 }
 
 /*
@@ -653,12 +703,12 @@ static void visock_hs_xform_choose(struct visock_sock *vsk,
 				   const struct visock_hs_msg *req,
 				   struct visock_hs_msg *m)
 {
-	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
 	u8 x = VISOCK_XFORM_NONE;
+	bool required;
 
 	if (req->present & VISOCK_HSF(VISOCK_TLV_XFORM))
-		x = visock_xform_choose(READ_ONCE(vn->xform), req->xform,
-					req->xform_n);
+		x = visock_xform_choose(visock_hs_xform_pref(vsk, &required),
+					req->xform, req->xform_n);
 	vsk->auth->xform = x;
 	if (!x)
 		return;
@@ -1057,8 +1107,14 @@ static void visock_hs_cli_start(struct visock_sock *vsk)
 					 VISOCK_AUTH_NONCE_LEN);
 			vsk->auth->ctx.client_token = vsk->local_token;
 			visock_hs_auth_put(vsk, &m, vsk->auth->ctx.client_nonce);
-			visock_hs_xform_offer(vsk, &m);
+			if (!visock_hs_xform_offer(vsk, &m))
+				visock_hs_auth_drop(vsk);
 		}
+	}
+	if (!vsk->auth && visock_hs_xform_required(vsk)) {
+		/* No key, or no pair to offer: RDMA would be in the clear. */
+		visock_hs_decline_fallback(vsk, VISOCK_FB_XFORM_REQUIRED);
+		return;
 	}
 	err = visock_hs_send(vsk, &m);
 	if (err) {
@@ -1130,6 +1186,11 @@ static void visock_hs_cli_rep(struct visock_sock *vsk,
 	if (!vsk->auth && !visock_hs_xform_chosen(vsk, rep)) {
 		/* A transform chosen without authentication. */
 		visock_hs_decline_fallback(vsk, VISOCK_FB_BAD_MSG);
+		return;
+	}
+	if (visock_hs_xform_refused(vsk)) {
+		visock_hs_auth_drop(vsk);
+		visock_hs_decline_fallback(vsk, VISOCK_FB_XFORM_REQUIRED);
 		return;
 	}
 	visock_hs_note_peer(vsk, rep);

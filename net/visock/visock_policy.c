@@ -4,7 +4,7 @@
  *
  * A redirected program's socket() says nothing about where it will
  * connect, so the choice "visock or plain TCP by destination" waits until
- * connect(): visock_connect() asks visock_policy_denies() before the
+ * connect(): visock_connect() asks visock_policy_get() before the
  * internal TCP socket sends its SYN.  A denied connection does not
  * announce visock in the SYN (visock_tcp_syn_opt() sees
  * VISOCK_F_POLICY_TCP) and settles on TCP with VISOCK_FB_POLICY, exactly
@@ -99,30 +99,31 @@ void visock_policy_net_exit(struct net *net)
 }
 
 /**
- * visock_policy_denies() - should a connection to @addr stay plain TCP
+ * visock_policy_get() - what the policy says about a connection to @addr
  * @net: namespace of the connecting socket
  * @addr: the address given to connect()
  * @len: its length
+ * @v: filled in: the first matching rule's (or the default) action, and
+ *	the transform pair that rule names
  *
  * An address TCP would refuse (too short, unknown family, AF_UNSPEC)
- * is not denied: TCP reports the error.
+ * is allowed, without a transform: TCP reports the error.
  *
  * Context: process context or softirq; takes no lock, only
  * rcu_read_lock().
- * Return: true if the first matching rule (or the default) says
- * VISOCK_POLICY_DENY.
  */
-bool visock_policy_denies(struct net *net, const struct sockaddr *addr,
-			  int len)
+void visock_policy_get(struct net *net, const struct sockaddr *addr, int len,
+		       struct visock_policy_verdict *v)
 {
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)addr;
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
 	const struct visock_policy_table *t;
 	struct visock_policy_dst dst;
-	u8 action;
 
+	memset(v, 0, sizeof(*v));
+	v->action = VISOCK_POLICY_ALLOW;
 	if (len < (int)sizeof(sa_family_t))
-		return false;
+		return;
 	if (addr->sa_family == AF_INET && len >= (int)sizeof(*sin))
 		visock_policy_dst_init(&dst, AF_INET, &sin->sin_addr.s_addr,
 				       ntohs(sin->sin_port));
@@ -132,14 +133,13 @@ bool visock_policy_denies(struct net *net, const struct sockaddr *addr,
 				       sin6->sin6_addr.s6_addr32,
 				       ntohs(sin6->sin6_port));
 	else
-		return false;
+		return;
 
 	rcu_read_lock();
 	t = rcu_dereference(visock_net(net)->policy);
-	action = t ? visock_policy_lookup(t->rules, t->n, t->dflt, &dst) :
-		     VISOCK_POLICY_ALLOW;
+	if (t)
+		visock_policy_decide(t->rules, t->n, t->dflt, &dst, v);
 	rcu_read_unlock();
-	return action == VISOCK_POLICY_DENY;
 }
 
 /* The current table; only with pol_lock held. */
@@ -242,6 +242,9 @@ const struct nla_policy visock_rule_nl_policy[VISOCK_RULE_A_MAX + 1] = {
 	[VISOCK_RULE_A_PORT_MAX]	= { .type = NLA_U16 },
 	[VISOCK_RULE_A_INDEX]		= NLA_POLICY_MAX(NLA_U32,
 							 VISOCK_POLICY_MAX_RULES),
+	[VISOCK_RULE_A_XFORM]		= NLA_POLICY_RANGE(NLA_U8, 1,
+							   VISOCK_XFORM_MAX),
+	[VISOCK_RULE_A_XFORM_REQUIRE]	= { .type = NLA_FLAG },
 };
 
 /*
@@ -300,6 +303,9 @@ static int visock_policy_nl_rule(struct genl_info *info, struct nlattr **tb,
 	}
 	if (tb[VISOCK_RULE_A_PORT_MAX])
 		r->port_max = nla_get_u16(tb[VISOCK_RULE_A_PORT_MAX]);
+	if (tb[VISOCK_RULE_A_XFORM])
+		r->xform = nla_get_u8(tb[VISOCK_RULE_A_XFORM]);
+	r->xform_require = nla_get_flag(tb[VISOCK_RULE_A_XFORM_REQUIRE]);
 	if (visock_policy_rule_check(r, &why)) {
 		/* A string literal of visock_policy_match.c. */
 		if (info->extack)
@@ -455,6 +461,10 @@ static int visock_policy_nl_put_rule(struct sk_buff *skb,
 	    nla_put(skb, VISOCK_RULE_A_ADDR6, 16, r->addr))
 		return -EMSGSIZE;
 	if (r->family && nla_put_u8(skb, VISOCK_RULE_A_PREFIXLEN, r->plen))
+		return -EMSGSIZE;
+	if (r->xform && nla_put_u8(skb, VISOCK_RULE_A_XFORM, r->xform))
+		return -EMSGSIZE;
+	if (r->xform_require && nla_put_flag(skb, VISOCK_RULE_A_XFORM_REQUIRE))
 		return -EMSGSIZE;
 	nla_nest_end(skb, nest);
 	return 0;

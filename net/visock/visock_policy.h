@@ -28,6 +28,10 @@ struct sockaddr;
  * @family: 0 (any address of both families), AF_INET or AF_INET6
  * @plen: prefix length: bits of @addr that count (0 with @family 0)
  * @action: VISOCK_POLICY_ALLOW or VISOCK_POLICY_DENY
+ * @xform: transform pair (enum visock_xform) connections to the
+ *	destination ask for, VISOCK_XFORM_NONE for no choice (allow only)
+ * @xform_require: @xform is required: offered alone, and without it the
+ *	connection stays on TCP (VISOCK_FB_XFORM_REQUIRED)
  */
 struct visock_policy_rule {
 	__be32 addr[4];
@@ -36,6 +40,21 @@ struct visock_policy_rule {
 	u8 family;
 	u8 plen;
 	u8 action;
+	u8 xform;
+	bool xform_require;
+};
+
+/**
+ * struct visock_policy_verdict - what the policy says about a destination
+ * @action: VISOCK_POLICY_ALLOW or VISOCK_POLICY_DENY
+ * @xform: the transform pair the deciding rule names, or
+ *	VISOCK_XFORM_NONE
+ * @xform_require: that rule requires @xform
+ */
+struct visock_policy_verdict {
+	u8 action;
+	u8 xform;
+	bool xform_require;
 };
 
 /**
@@ -59,6 +78,10 @@ bool visock_policy_rule_match(const struct visock_policy_rule *r,
 			      const struct visock_policy_dst *dst);
 u8 visock_policy_lookup(const struct visock_policy_rule *rules, unsigned int n,
 			u8 dflt, const struct visock_policy_dst *dst);
+void visock_policy_decide(const struct visock_policy_rule *rules,
+			  unsigned int n, u8 dflt,
+			  const struct visock_policy_dst *dst,
+			  struct visock_policy_verdict *v);
 void visock_policy_dst_init(struct visock_policy_dst *dst, int family,
 			    const __be32 *addr, u16 port);
 
@@ -66,8 +89,8 @@ void visock_policy_dst_init(struct visock_policy_dst *dst, int family,
 extern const struct nla_policy visock_rule_nl_policy[VISOCK_RULE_A_MAX + 1];
 int visock_policy_net_init(struct net *net);
 void visock_policy_net_exit(struct net *net);
-bool visock_policy_denies(struct net *net, const struct sockaddr *addr,
-			  int len);
+void visock_policy_get(struct net *net, const struct sockaddr *addr, int len,
+		       struct visock_policy_verdict *v);
 u8 visock_policy_get_default(struct net *net);
 int visock_policy_set_default(struct net *net, u8 dflt);
 int visock_policy_nl_add(struct sk_buff *skb, struct genl_info *info);

@@ -46,8 +46,9 @@ static bool visock_policy_prefix_eq(const __be32 *a, const __be32 *b,
  *
  * The address family is 0 (any, then without address and prefix),
  * AF_INET or AF_INET6, the prefix length fits the family, no address bit
- * beyond the prefix is set, the port range is not reversed and the
- * action is one of VISOCK_POLICY_*.
+ * beyond the prefix is set, the port range is not reversed, the
+ * action is one of VISOCK_POLICY_*, a transform pair is named only by an
+ * allow rule and is a known one, and only a named pair is required.
  *
  * Context: any.
  * Return: 0 or -EINVAL.
@@ -90,6 +91,18 @@ int visock_policy_rule_check(const struct visock_policy_rule *r,
 		*why = "unknown action";
 		return -EINVAL;
 	}
+	if (r->xform > VISOCK_XFORM_MAX) {
+		*why = "unknown transform";
+		return -EINVAL;
+	}
+	if (r->xform && r->action != VISOCK_POLICY_ALLOW) {
+		*why = "a transform needs an allow rule";
+		return -EINVAL;
+	}
+	if (r->xform_require && !r->xform) {
+		*why = "require needs a transform";
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -99,14 +112,16 @@ int visock_policy_rule_check(const struct visock_policy_rule *r,
  * @b: the other
  *
  * Context: any.
- * Return: true if they match the same destinations with the same action.
+ * Return: true if they match the same destinations with the same action
+ * and transform.
  */
 bool visock_policy_rule_equal(const struct visock_policy_rule *a,
 			      const struct visock_policy_rule *b)
 {
 	return a->family == b->family && a->plen == b->plen &&
 	       a->action == b->action && a->port_min == b->port_min &&
-	       a->port_max == b->port_max &&
+	       a->port_max == b->port_max && a->xform == b->xform &&
+	       a->xform_require == b->xform_require &&
 	       !memcmp(a->addr, b->addr, sizeof(a->addr));
 }
 
@@ -145,12 +160,40 @@ bool visock_policy_rule_match(const struct visock_policy_rule *r,
 u8 visock_policy_lookup(const struct visock_policy_rule *rules, unsigned int n,
 			u8 dflt, const struct visock_policy_dst *dst)
 {
+	struct visock_policy_verdict v;
+
+	visock_policy_decide(rules, n, dflt, dst, &v);
+	return v.action;
+}
+
+/**
+ * visock_policy_decide() - the verdict for a destination
+ * @rules: checked rules, in the order they are tried
+ * @n: number of @rules
+ * @dflt: action when no rule matches
+ * @dst: the destination, from visock_policy_dst_init()
+ * @v: filled in: the first matching rule's action and transform, or
+ *	@dflt without a transform
+ *
+ * Context: any; the caller keeps @rules stable (RCU in visock_policy.c).
+ */
+void visock_policy_decide(const struct visock_policy_rule *rules,
+			  unsigned int n, u8 dflt,
+			  const struct visock_policy_dst *dst,
+			  struct visock_policy_verdict *v)
+{
 	unsigned int i;
 
-	for (i = 0; i < n; i++)
-		if (visock_policy_rule_match(&rules[i], dst))
-			return rules[i].action;
-	return dflt;
+	memset(v, 0, sizeof(*v));
+	v->action = dflt;
+	for (i = 0; i < n; i++) {
+		if (visock_policy_rule_match(&rules[i], dst)) {
+			v->action = rules[i].action;
+			v->xform = rules[i].xform;
+			v->xform_require = rules[i].xform_require;
+			return;
+		}
+	}
 }
 
 /**

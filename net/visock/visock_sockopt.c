@@ -36,6 +36,11 @@
  * also applied to the internal socket, because TCP acts on them.  A
  * socket filter (SO_ATTACH_FILTER, SO_ATTACH_BPF) is never passed on:
  * it could drop or trim the segments of visock's own messages.
+ *
+ * SOL_VISOCK, VISOCK_TRANSFORM: the transform pair the socket's
+ * connections ask for in the handshake (visock_hs_xform_pref() weighs it
+ * against the destination policy and net.visock.transform).  It can
+ * only be set while nothing was negotiated yet.
  */
 #include <linux/in.h>
 #include <linux/in6.h>
@@ -44,7 +49,9 @@
 #include <linux/tcp.h>
 #include <net/sock.h>
 
+#include "visock.h"
 #include "visock_sockopt.h"
+#include "visock_xform.h"
 
 static bool visock_sockopt_socket(int optname)
 {
@@ -224,4 +231,52 @@ bool visock_sockopt_forwarded(int level, int optname)
 	default:
 		return false;
 	}
+}
+
+/**
+ * visock_sockopt_set_xform() - setsockopt(SOL_VISOCK, VISOCK_TRANSFORM)
+ * @vsk: the socket
+ * @optval: an int, enum visock_xform (VISOCK_XFORM_NONE clears it)
+ * @optlen: its length
+ *
+ * Context: process context, takes lock_sock(@vsk); may sleep.
+ * Return: 0, -EINVAL (short @optlen, unknown pair), -EFAULT,
+ * -EOPNOTSUPP (the crypto API here cannot run the pair) or -EISCONN
+ * (connect() or listen() was called, or the connection was decided).
+ */
+int visock_sockopt_set_xform(struct visock_sock *vsk, sockptr_t optval,
+			     unsigned int optlen)
+{
+	struct sock *sk = &vsk->sk;
+	int val, err;
+
+	if (optlen < sizeof(val))
+		return -EINVAL;
+	if (copy_from_sockptr(&val, optval, sizeof(val)))
+		return -EFAULT;
+	/* Before the lock: may load a crypto module. */
+	err = visock_xform_opt_check(val);
+	if (err)
+		return err;
+	lock_sock(sk);
+	if (sk->sk_state != TCP_CLOSE || vsk->mode != VISOCK_MODE_INIT ||
+	    test_bit(VISOCK_F_DECIDED, &vsk->flags) ||
+	    test_bit(VISOCK_F_LISTENER, &vsk->flags))
+		err = -EISCONN;
+	else
+		WRITE_ONCE(vsk->xform_opt, val);
+	release_sock(sk);
+	return err;
+}
+
+/**
+ * visock_sockopt_get_xform() - getsockopt(SOL_VISOCK, VISOCK_TRANSFORM)
+ * @vsk: the socket
+ *
+ * Context: any.
+ * Return: the pair the socket asked for, VISOCK_XFORM_NONE if none.
+ */
+u32 visock_sockopt_get_xform(const struct visock_sock *vsk)
+{
+	return READ_ONCE(vsk->xform_opt);
 }

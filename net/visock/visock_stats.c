@@ -36,6 +36,7 @@ static const char * const visock_fb_names[__VISOCK_FB_MAX] = {
 	[VISOCK_FB_QP_LIMIT]		= "qp_limit",
 	[VISOCK_FB_AUTH]		= "auth",
 	[VISOCK_FB_AUTH_MISSING]	= "auth_missing",
+	[VISOCK_FB_XFORM_REQUIRED]	= "xform_required",
 };
 
 /**

@@ -338,3 +338,51 @@ const char *visock_xform_name(unsigned int id)
 
 	return xf ? xf->name : "none";
 }
+
+/**
+ * visock_xform_opt_check() - may a socket ask for a transform pair
+ * @val: the value of setsockopt(SOL_VISOCK, VISOCK_TRANSFORM) (untrusted)
+ *
+ * VISOCK_XFORM_NONE is accepted: it clears the socket's choice.
+ *
+ * Context: process context, may sleep (may load a crypto module).
+ * Return: 0, -EINVAL for a value that names no pair, -EOPNOTSUPP for a
+ * pair whose algorithm the crypto API of this host cannot provide.
+ */
+int visock_xform_opt_check(int val)
+{
+	const struct visock_xform_info *xf;
+
+	if (val == VISOCK_XFORM_NONE)
+		return 0;
+	xf = val > 0 ? visock_xform_get(val) : NULL;
+	if (!xf)
+		return -EINVAL;
+	return visock_xform_usable(xf) ? 0 : -EOPNOTSUPP;
+}
+
+/**
+ * visock_xform_pref() - the pair a connection asks for
+ * @dflt: net.visock.transform of the namespace
+ * @opt: the socket's VISOCK_TRANSFORM, VISOCK_XFORM_NONE if not set
+ * @rule: the pair the matching destination policy rule names, or
+ *	VISOCK_XFORM_NONE (no rule, or one without a transform)
+ * @require: that rule requires @rule
+ *
+ * The order, strongest first: a rule that requires its pair, the
+ * socket option, a rule that only names one, the namespace default.
+ *
+ * Context: any context.
+ * Return: the pair (enum visock_xform), VISOCK_XFORM_NONE for none.
+ */
+unsigned int visock_xform_pref(unsigned int dflt, unsigned int opt,
+			       unsigned int rule, bool require)
+{
+	if (rule && require)
+		return rule;
+	if (opt)
+		return opt;
+	if (rule)
+		return rule;
+	return dflt;
+}

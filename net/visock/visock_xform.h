@@ -70,5 +70,8 @@ unsigned int visock_xform_offer(unsigned int pref, u8 *offer,
 unsigned int visock_xform_choose(unsigned int pref, const u8 *offer,
 				 unsigned int n);
 const char *visock_xform_name(unsigned int id);
+int visock_xform_opt_check(int val);
+unsigned int visock_xform_pref(unsigned int dflt, unsigned int opt,
+			       unsigned int rule, bool require);
 
 #endif /* _NET_VISOCK_XFORM_H */

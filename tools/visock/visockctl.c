@@ -11,6 +11,7 @@
  *   visockctl enable | disable
  *   visockctl policy list | flush | default [allow|deny]
  *   visockctl policy add [index N] allow|deny [to PREFIX] [port P[-Q]]
+ *                        [transform NAME [require]]
  *   visockctl policy del index N | allow|deny [to PREFIX] [port P[-Q]]
  *   visockctl key list
  *   visockctl key add ID [name NAME] [current] [secret-file FILE|-]
@@ -232,6 +233,8 @@ static const struct attr_pol rule_pol[VISOCK_RULE_A_MAX + 1] = {
 	[VISOCK_RULE_A_PORT_MIN]	= U16,
 	[VISOCK_RULE_A_PORT_MAX]	= U16,
 	[VISOCK_RULE_A_INDEX]		= U32,
+	[VISOCK_RULE_A_XFORM]		= U8,
+	[VISOCK_RULE_A_XFORM_REQUIRE]	= FLAG,
 };
 
 struct attr_tb {
@@ -530,6 +533,7 @@ static const char *const fb_names[] = {
 	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
 	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
 	"link_busy", "link_gone", "qp_limit", "auth", "auth_missing",
+	"xform_required",
 };
 
 static const char *fb_name(unsigned int r)
@@ -1545,7 +1549,8 @@ static int rule_cb(const struct nlmsghdr *nlh, void *arg)
 	const struct nlattr *tb[VISOCK_A_MAX + 1];
 	const struct nlattr *rt[VISOCK_RULE_A_MAX + 1];
 	char addr[INET6_ADDRSTRLEN + 8] = "", ports[16] = "";
-	unsigned int *count = arg, lo, hi;
+	unsigned int *count = arg, lo, hi, xf;
+	bool req;
 
 	PARSE_GENL(nlh, tb, genl_pol);
 	if (!tb[VISOCK_A_RULE])
@@ -1568,17 +1573,23 @@ static int rule_cb(const struct nlmsghdr *nlh, void *arg)
 		snprintf(ports, sizeof(ports), "%u", lo);
 	else if (lo != 0 || hi != 65535)
 		snprintf(ports, sizeof(ports), "%u-%u", lo, hi);
+	xf = attr_u8(rt[VISOCK_RULE_A_XFORM]);
+	req = !!rt[VISOCK_RULE_A_XFORM_REQUIRE];
 	if (json) {
 		printf("%s{\"index\":%u,\"action\":\"%s\",\"to\":\"%s\",",
 		       *count ? "," : "", attr_u32(rt[VISOCK_RULE_A_INDEX]),
 		       action_name(attr_u8(rt[VISOCK_RULE_A_ACTION])),
 		       addr[0] ? addr : "any");
-		printf("\"port_min\":%u,\"port_max\":%u}", lo, hi);
+		printf("\"port_min\":%u,\"port_max\":%u,", lo, hi);
+		printf("\"transform\":\"%s\",\"require\":%s}",
+		       xform_name(xf), req ? "true" : "false");
 	} else {
-		printf("%u: %s%s%s%s%s\n", attr_u32(rt[VISOCK_RULE_A_INDEX]),
+		printf("%u: %s%s%s%s%s%s%s%s\n",
+		       attr_u32(rt[VISOCK_RULE_A_INDEX]),
 		       action_name(attr_u8(rt[VISOCK_RULE_A_ACTION])),
 		       addr[0] ? " to " : "", addr, ports[0] ? " port " : "",
-		       ports);
+		       ports, xf ? " transform " : "", xf ? xform_name(xf) : "",
+		       req ? " require" : "");
 	}
 	(*count)++;
 	return MNL_CB_OK;
@@ -1638,16 +1649,27 @@ static void rule_put(struct nl *nl, struct nlmsghdr *nlh, uint16_t type,
 		die(EXIT_USAGE, "policy: too many words");
 }
 
+/* enum visock_xform from its name (not "none"); -1 if unknown. */
+static int parse_xform(const char *s)
+{
+	unsigned int x;
+
+	for (x = 1; x <= VISOCK_XFORM_MAX; x++)
+		if (!strcmp(s, xform_name(x)))
+			return x;
+	return -1;
+}
+
 /*
  * Build VISOCK_A_RULE from "[index N] [allow|deny] [to PREFIX]
- * [port P[-Q]]" into the request @nlh of @nl.
+ * [port P[-Q]] [transform NAME [require]]" into the request @nlh of @nl.
  */
 static void policy_rule(struct nl *nl, struct nlmsghdr *nlh, int argc,
 			char **argv)
 {
 	struct nlattr *nest = mnl_attr_nest_start(nlh, VISOCK_A_RULE);
-	bool have_action = false, have_index = false;
-	uint8_t action, addr[16], plen;
+	bool have_action = false, have_index = false, have_xform = false;
+	uint8_t action, addr[16], plen, xf;
 	uint16_t lo, hi;
 	uint32_t index;
 	int i;
@@ -1658,6 +1680,12 @@ static void policy_rule(struct nl *nl, struct nlmsghdr *nlh, int argc,
 		if (parse_action(argv[i], &action)) {
 			rule_put(nl, nlh, VISOCK_RULE_A_ACTION, 1, &action);
 			have_action = true;
+			continue;
+		}
+		if (!strcmp(argv[i], "require")) {
+			if (!have_xform)
+				die(EXIT_USAGE, "policy: require needs a transform before it");
+			rule_put(nl, nlh, VISOCK_RULE_A_XFORM_REQUIRE, 0, NULL);
 			continue;
 		}
 		if (!next)
@@ -1696,6 +1724,15 @@ static void policy_rule(struct nl *nl, struct nlmsghdr *nlh, int argc,
 			hi = dash ? parse_num(dash, 65535, "port") : lo;
 			rule_put(nl, nlh, VISOCK_RULE_A_PORT_MIN, 2, &lo);
 			rule_put(nl, nlh, VISOCK_RULE_A_PORT_MAX, 2, &hi);
+		} else if (!strcmp(argv[i - 1], "transform")) {
+			int x = parse_xform(next);
+
+			if (x < 0)
+				die(EXIT_USAGE, "policy: unknown transform '%s'",
+				    next);
+			xf = x;
+			rule_put(nl, nlh, VISOCK_RULE_A_XFORM, 1, &xf);
+			have_xform = true;
 		} else {
 			die(EXIT_USAGE, "policy: unknown word '%s'",
 			    argv[i - 1]);
@@ -2050,7 +2087,9 @@ static void print_usage(FILE *f, int code)
 		"  enable | disable    set net.visock.enable of this namespace\n"
 		"  policy [list]       destination policy of this namespace\n"
 		"  policy add [index N] allow|deny [to PREFIX] [port P[-Q]]\n"
+		"             [transform NAME [require]]\n"
 		"  policy del index N | allow|deny [to PREFIX] [port P[-Q]]\n"
+		"             [transform NAME [require]]\n"
 		"  policy flush | default [allow|deny]\n"
 		"  key [list]          pre-shared keys: id, state, name\n"
 		"  key add ID [name NAME] [current] [secret-file FILE|-]\n"

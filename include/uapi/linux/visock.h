@@ -101,6 +101,20 @@
  * this sets.  visock_run(8) uses it when SO_REUSEPORT fails.
  */
 #define VISOCK_REUSEPORT	4
+/*
+ * setsockopt/getsockopt(SOL_VISOCK, VISOCK_TRANSFORM): int, one of
+ * enum visock_xform.  The transform pair this socket's connections ask
+ * for in an authenticated handshake, in place of the namespace's
+ * net.visock.transform (a destination policy rule that requires a
+ * transform still wins).  Only before connect() or listen(): EISCONN
+ * after; a listener's value is inherited by the connections it accepts.
+ * VISOCK_XFORM_NONE clears it (the policy rule or net.visock.transform
+ * applies again); it never turns a transform off.  EINVAL for an
+ * unknown value, EOPNOTSUPP for a pair the crypto API of this host
+ * cannot run.  getsockopt() returns what was set (0 if nothing);
+ * struct visock_info (vi_xform) says what the connection got.
+ */
+#define VISOCK_TRANSFORM	5
 
 /**
  * struct visock_info - state of one visock connection
@@ -234,6 +248,9 @@ enum visock_rdma_state {
  *	MAC, or a key id this side does not hold), here or at the peer
  * @VISOCK_FB_AUTH_MISSING: one side requires an authenticated handshake
  *	(net.visock.auth) and the other offered none, or it has no key
+ * @VISOCK_FB_XFORM_REQUIRED: a destination policy rule requires a
+ *	transform pair and the handshake could not agree on it (no key,
+ *	no authentication, or the server chose another pair or none)
  * @__VISOCK_FB_MAX: one above the highest reason (VISOCK_FB_MAX)
  *
  * Values are stable ABI: they appear in getsockopt(), statistics and
@@ -261,6 +278,7 @@ enum visock_fallback_reason {
 	VISOCK_FB_QP_LIMIT = 18,
 	VISOCK_FB_AUTH = 19,
 	VISOCK_FB_AUTH_MISSING = 20,
+	VISOCK_FB_XFORM_REQUIRED = 21,
 	__VISOCK_FB_MAX,
 };
 
