@@ -2,7 +2,7 @@
 /*
  * KUnit tests of the destination policy matching (visock_policy_match.c):
  * rule checks, prefix and port matching, first match wins, IPv4-mapped
- * IPv6 destinations.
+ * IPv6 destinations, the transform pair a rule names.
  */
 
 #include <kunit/test.h>
@@ -240,6 +240,77 @@ static void visock_policy_equal_test(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, visock_policy_rule_equal(&a, &b));
 }
 
+/* Rules naming a transform pair: checks and the verdict they give. */
+static void visock_policy_xform_test(struct kunit *test)
+{
+	struct visock_policy_rule rules[3], r;
+	struct visock_policy_verdict v;
+	struct visock_policy_dst d;
+	const char *why = NULL;
+
+	r = rule_any(0, 65535, VISOCK_POLICY_ALLOW);
+	r.xform = VISOCK_XFORM_AES256_GCM;
+	r.xform_require = true;
+	KUNIT_EXPECT_EQ(test, visock_policy_rule_check(&r, &why), 0);
+	r.xform = VISOCK_XFORM_MAX + 1;
+	KUNIT_EXPECT_EQ(test, visock_policy_rule_check(&r, &why), -EINVAL);
+	KUNIT_EXPECT_NOT_NULL(test, why);
+	/* require without a pair */
+	r.xform = VISOCK_XFORM_NONE;
+	KUNIT_EXPECT_EQ(test, visock_policy_rule_check(&r, &why), -EINVAL);
+	/* a pair on a deny rule */
+	r = rule_any(0, 65535, VISOCK_POLICY_DENY);
+	r.xform = VISOCK_XFORM_AES128_GCM;
+	KUNIT_EXPECT_EQ(test, visock_policy_rule_check(&r, &why), -EINVAL);
+
+	/* Equal only with the same pair and the same require. */
+	r = rule_any(0, 65535, VISOCK_POLICY_ALLOW);
+	rules[0] = r;
+	rules[0].xform = VISOCK_XFORM_AES128_GCM;
+	KUNIT_EXPECT_FALSE(test, visock_policy_rule_equal(&r, &rules[0]));
+	r = rules[0];
+	r.xform_require = true;
+	KUNIT_EXPECT_FALSE(test, visock_policy_rule_equal(&r, &rules[0]));
+
+	rules[0] = rule4(A4(10, 1, 0, 0), 16, 0, 65535, VISOCK_POLICY_ALLOW);
+	rules[0].xform = VISOCK_XFORM_AES256_GCM;
+	rules[0].xform_require = true;
+	rules[1] = rule4(A4(10, 0, 0, 0), 8, 0, 65535, VISOCK_POLICY_ALLOW);
+	rules[1].xform = VISOCK_XFORM_CHACHA20_POLY1305;
+	rules[2] = rule_any(5432, 5432, VISOCK_POLICY_DENY);
+
+	d = dst4(A4(10, 1, 2, 3), 80);
+	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
+	KUNIT_EXPECT_EQ(test, v.action, VISOCK_POLICY_ALLOW);
+	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_AES256_GCM);
+	KUNIT_EXPECT_TRUE(test, v.xform_require);
+	/* The first match decides, also for the pair. */
+	d = dst4(A4(10, 1, 2, 3), 5432);
+	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
+	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_AES256_GCM);
+	d = dst4(A4(10, 2, 0, 1), 80);
+	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
+	KUNIT_EXPECT_EQ(test, v.action, VISOCK_POLICY_ALLOW);
+	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_CHACHA20_POLY1305);
+	KUNIT_EXPECT_FALSE(test, v.xform_require);
+	d = dst4(A4(11, 0, 0, 1), 5432);
+	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
+	KUNIT_EXPECT_EQ(test, v.action, VISOCK_POLICY_DENY);
+	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_NONE);
+	KUNIT_EXPECT_FALSE(test, v.xform_require);
+	/* No match: the default, without a pair. */
+	d = dst4(A4(11, 0, 0, 1), 80);
+	visock_policy_decide(rules, 3, VISOCK_POLICY_DENY, &d, &v);
+	KUNIT_EXPECT_EQ(test, v.action, VISOCK_POLICY_DENY);
+	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_NONE);
+	KUNIT_EXPECT_FALSE(test, v.xform_require);
+	/* An IPv4-mapped destination gets the IPv4 rule's pair. */
+	d = dst6(V6_MAPPED_10_1_2_3, 80);
+	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
+	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_AES256_GCM);
+	KUNIT_EXPECT_TRUE(test, v.xform_require);
+}
+
 static struct kunit_case visock_policy_test_cases[] = {
 	KUNIT_CASE(visock_policy_check_test),
 	KUNIT_CASE(visock_policy_match4_test),
@@ -247,6 +318,7 @@ static struct kunit_case visock_policy_test_cases[] = {
 	KUNIT_CASE(visock_policy_mapped_test),
 	KUNIT_CASE(visock_policy_order_test),
 	KUNIT_CASE(visock_policy_equal_test),
+	KUNIT_CASE(visock_policy_xform_test),
 	{}
 };
 

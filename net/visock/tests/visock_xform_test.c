@@ -7,6 +7,7 @@
 #include <crypto/hash.h>
 #include <kunit/test.h>
 #include <linux/err.h>
+#include <linux/limits.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -294,6 +295,59 @@ static void xform_registry_test(struct kunit *test)
 }
 
 /* What a client offers and what a server picks from an offer. */
+/* setsockopt(VISOCK_TRANSFORM) values: NONE clears, unknown is EINVAL. */
+static void xform_opt_check_test(struct kunit *test)
+{
+	int v;
+
+	KUNIT_EXPECT_EQ(test, visock_xform_opt_check(VISOCK_XFORM_NONE), 0);
+	for (v = 1; v <= VISOCK_XFORM_MAX; v++)
+		KUNIT_EXPECT_EQ_MSG(test, visock_xform_opt_check(v), 0,
+				    "pair %d (the UML kernel has them all)", v);
+	KUNIT_EXPECT_EQ(test, visock_xform_opt_check(VISOCK_XFORM_MAX + 1),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_xform_opt_check(-1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_xform_opt_check(255), -EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_xform_opt_check(0x101), -EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_xform_opt_check(INT_MIN), -EINVAL);
+}
+
+/* require rule > socket option > plain rule > namespace default. */
+static void xform_pref_test(struct kunit *test)
+{
+	static const struct {
+		u8 dflt, opt, rule;
+		bool require;
+		u8 want;
+	} c[] = {
+		{ 0, 0, 0, false, 0 },
+		{ 1, 0, 0, false, 1 },
+		{ 1, 0, 2, false, 2 },
+		{ 1, 3, 2, false, 3 },
+		{ 1, 3, 0, false, 3 },
+		{ 0, 3, 0, false, 3 },
+		{ 1, 3, 2, true, 2 },
+		{ 0, 0, 4, true, 4 },
+		{ 5, 0, 4, true, 4 },
+		{ 0, 5, 4, true, 4 },
+		/* require without a pair requires nothing */
+		{ 1, 3, 0, true, 3 },
+		{ 1, 0, 0, true, 1 },
+	};
+	unsigned int i;
+	u8 offer[8];
+
+	for (i = 0; i < ARRAY_SIZE(c); i++)
+		KUNIT_EXPECT_EQ_MSG(test, visock_xform_pref(c[i].dflt, c[i].opt,
+							    c[i].rule,
+							    c[i].require),
+				    c[i].want, "case %u", i);
+	/* A required pair is offered alone: the offer cut to one entry. */
+	KUNIT_EXPECT_EQ(test, visock_xform_offer(VISOCK_XFORM_AES256_GCM, offer,
+						 1), 1);
+	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_AES256_GCM);
+}
+
 static void xform_negotiate_test(struct kunit *test)
 {
 	static const struct {
@@ -813,6 +867,8 @@ static struct kunit_case visock_xform_test_cases[] = {
 	KUNIT_CASE(kdf_derive_test),
 	KUNIT_CASE(xform_registry_test),
 	KUNIT_CASE(xform_negotiate_test),
+	KUNIT_CASE(xform_opt_check_test),
+	KUNIT_CASE(xform_pref_test),
 	KUNIT_CASE(rec_header_test),
 	KUNIT_CASE(rec_kat_test),
 	KUNIT_CASE(rec_roundtrip_test),
