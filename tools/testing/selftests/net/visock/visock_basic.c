@@ -2,15 +2,18 @@
 /*
  * Single-host visock checks: the net.visock.enable sysctl (values,
  * errors, per network namespace behaviour), socket creation, the
- * SOL_VISOCK options of a new socket and /proc/net/protocols.
+ * SOL_VISOCK options of a new socket (VISOCK_TRANSFORM also on a
+ * loopback connection) and /proc/net/protocols.
  *
  * Helper modes for run_tests.sh (not tests):
  *	visock_basic --probe		try socket(AF_VISOCK), print the result;
  *					exit 0 ok, 1 EAFNOSUPPORT, 2 other error
  *	visock_basic --hold SECONDS	keep an AF_VISOCK socket open
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -658,6 +661,96 @@ static void sockopt_short_optlen(struct vt_ctx *c)
 	close(fd);
 }
 
+/* setsockopt(SOL_VISOCK, VISOCK_TRANSFORM, @val): 0 or the errno. */
+static int xform_set(int fd, int val)
+{
+	return setsockopt(fd, SOL_VISOCK, VISOCK_TRANSFORM, &val,
+			  sizeof(val)) ? errno : 0;
+}
+
+static void xform_expect_err(int fd, int val, int want, const char *what)
+{
+	int err = xform_set(fd, val);
+
+	vt_assert(err == want, "setsockopt(VISOCK_TRANSFORM, %d) %s: %s, expected %s",
+		  val, what, err ? vt_errname(err) : "success",
+		  vt_errname(want));
+}
+
+/*
+ * VISOCK_TRANSFORM: 0 on a new socket; every pair this host can run reads
+ * back (gcm-aes-128 must be one), NONE clears, unknown values and a short
+ * optlen are EINVAL and change nothing; EISCONN on a listener and on
+ * both ends of a connection (loopback), whose accepted end has the
+ * listener's value.
+ */
+static void sockopt_transform(struct vt_ctx *c)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd, lfd, afd, v, err, ran = 0;
+	short val16 = 1;
+
+	(void)c;
+	fd = socket(AF_VISOCK, SOCK_STREAM, VISOCKPROTO_TCP4);
+	vt_assert(fd >= 0, "socket: %s", vt_errname(errno));
+	check_u32_opt(fd, VISOCK_TRANSFORM, "VISOCK_TRANSFORM (new)", 0);
+	for (v = 1; v <= VISOCK_XFORM_MAX; v++) {
+		err = xform_set(fd, v);
+		if (err == EOPNOTSUPP) {
+			vt_diag("transform %d: EOPNOTSUPP (not on this host)", v);
+			continue;
+		}
+		vt_assert(!err, "setsockopt(VISOCK_TRANSFORM, %d): %s", v,
+			  vt_errname(err));
+		check_u32_opt(fd, VISOCK_TRANSFORM, "VISOCK_TRANSFORM", v);
+		ran++;
+	}
+	vt_diag("%d of %d transforms accepted", ran, VISOCK_XFORM_MAX);
+	vt_assert(!xform_set(fd, VISOCK_XFORM_AES128_GCM),
+		  "gcm-aes-128 refused");
+	xform_expect_err(fd, VISOCK_XFORM_MAX + 1, EINVAL, "(unknown)");
+	xform_expect_err(fd, -1, EINVAL, "(negative)");
+	xform_expect_err(fd, 0x101, EINVAL, "(a byte of it valid)");
+	vt_assert(setsockopt(fd, SOL_VISOCK, VISOCK_TRANSFORM, &val16,
+			     sizeof(val16)) && errno == EINVAL,
+		  "a 2-byte optlen: %s, expected EINVAL",
+		  vt_errname(errno));
+	check_u32_opt(fd, VISOCK_TRANSFORM, "VISOCK_TRANSFORM after EINVAL",
+		      VISOCK_XFORM_AES128_GCM);
+	vt_assert(!xform_set(fd, VISOCK_XFORM_NONE), "NONE refused");
+	check_u32_opt(fd, VISOCK_TRANSFORM, "VISOCK_TRANSFORM after NONE", 0);
+
+	/* A listener: set before listen(), EISCONN after, inherited. */
+	lfd = socket(AF_VISOCK, SOCK_STREAM, VISOCKPROTO_TCP4);
+	vt_assert(lfd >= 0, "socket: %s", vt_errname(errno));
+	vt_assert(!xform_set(lfd, VISOCK_XFORM_AES256_GCM),
+		  "gcm-aes-256 refused on a new socket");
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	vt_try(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), "bind");
+	vt_try(listen(lfd, 4), "listen");
+	xform_expect_err(lfd, VISOCK_XFORM_AES128_GCM, EISCONN,
+			 "on a listener");
+	check_u32_opt(lfd, VISOCK_TRANSFORM, "VISOCK_TRANSFORM (listener)",
+		      VISOCK_XFORM_AES256_GCM);
+	vt_try(getsockname(lfd, (struct sockaddr *)&sa, &len), "getsockname");
+	vt_try(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), "connect");
+	afd = vt_try(accept(lfd, NULL, NULL), "accept");
+	check_u32_opt(afd, VISOCK_TRANSFORM, "VISOCK_TRANSFORM (accepted)",
+		      VISOCK_XFORM_AES256_GCM);
+	check_u32_opt(fd, VISOCK_TRANSFORM, "VISOCK_TRANSFORM (connected)", 0);
+	xform_expect_err(fd, VISOCK_XFORM_AES128_GCM, EISCONN,
+			 "after connect()");
+	xform_expect_err(afd, VISOCK_XFORM_AES128_GCM, EISCONN,
+			 "on an accepted socket");
+	xform_expect_err(fd, VISOCK_XFORM_MAX + 1, EINVAL,
+			 "(unknown, after connect())");
+	check_u32_opt(fd, VISOCK_TRANSFORM, "VISOCK_TRANSFORM (connected)", 0);
+	close(afd);
+	close(fd);
+	close(lfd);
+}
+
 static void proc_net_protocols(struct vt_ctx *c)
 {
 	FILE *f = fopen("/proc/net/protocols", "r");
@@ -729,6 +822,7 @@ static const struct vt_test tests[] = {
 	L(socket_bad_protocols),
 	L(sockopt_mode_init),
 	L(sockopt_short_optlen),
+	L(sockopt_transform),
 	L(proc_net_protocols),
 };
 

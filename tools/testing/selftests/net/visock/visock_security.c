@@ -2646,19 +2646,20 @@ static void psk_cleanup(const struct vt_ctx *c)
 {
 	(void)c;
 	hu_sysctls_restore(psk_saved, ARRAY_SIZE(psk_saved));
-	if (!access(HU_SYSCTL_DIR "auth", F_OK))
+	if (!access(HU_SYSCTL_DIR "auth", F_OK)) {
+		char out[PSK_OUT];
+
 		psk_clear();
+		psk_ctl_as(0, out, sizeof(out), "policy flush");
+	}
 }
 
-/* Both hosts: keys and policy set, then one connection; bytes checked. */
-static int psk_connect(struct vt_ctx *c)
+/* PSK_BYTES from the client, echoed back by the server; bytes checked. */
+static void psk_echo(struct vt_ctx *c, int fd)
 {
 	static uint8_t buf[PSK_BYTES];
 	uint32_t i;
-	int fd;
 
-	vt_sync(c, "keys set");
-	fd = su_pair(c);
 	for (i = 0; i < PSK_BYTES; i++)
 		buf[i] = (uint8_t)(i * 31 + 7);
 	if (vt_is_client(c)) {
@@ -2673,6 +2674,16 @@ static int psk_connect(struct vt_ctx *c)
 		if (buf[i] != (uint8_t)(i * 31 + 7))
 			vt_fail("byte %u of the echo is %#x, expected %#x", i,
 				buf[i], (uint8_t)(i * 31 + 7));
+}
+
+/* Both hosts: keys and policy set, then one connection; bytes checked. */
+static int psk_connect(struct vt_ctx *c)
+{
+	int fd;
+
+	vt_sync(c, "keys set");
+	fd = su_pair(c);
+	psk_echo(c, fd);
 	return fd;
 }
 
@@ -2906,6 +2917,189 @@ static void xform_no_psk(struct vt_ctx *c)
 		  "a handshake without a key on one side is authenticated");
 	vt_sync(c, "checked");
 	close(fd);
+}
+
+/* ---- choosing the transform per socket and per destination ---- */
+
+/*
+ * xform_sockopt     same key, auth 1, net.visock.transform 0 on both
+ *                   hosts: the pair comes from VISOCK_TRANSFORM only.
+ *                   (a) both sockets ask for chacha20-poly1305 (the
+ *                   server on its listener, which its connection
+ *                   inherits); (b) the client's socket asks for
+ *                   gcm-aes-256 and the server takes it with its
+ *                   sysctl at 2.  Each: RDMA on both ends with that
+ *                   vi_xform, 256 KiB echoed intact through records
+ * xform_require     client: key, auth 1, a policy rule "transform
+ *                   gcm-aes-256 require" for the server's address.
+ *                   Against (a) a server without a key (auth 0) and
+ *                   (b) a server with the key and no transform: TCP on
+ *                   both ends with reason XFORM_REQUIRED (21), counted
+ *                   in fallback_xform_required, 256 KiB intact; (c)
+ *                   the same rule without require against server (b):
+ *                   RDMA without a transform
+ */
+#define XF_CHACHA	3
+#define XF_GCM256	2
+
+/* One connection; VISOCK_TRANSFORM @opt (0: not set) before connect() or listen(). */
+static int xform_opt_pair(struct vt_ctx *c, int opt)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len;
+	int fd, lfd;
+
+	vt_sync(c, "keys set");
+	if (vt_is_client(c)) {
+		len = su_peer_addr(c, false, su_recv_port(c), &ss);
+		fd = su_socket(c->family, false, SOCK_CLOEXEC);
+		if (opt)
+			su_setint_at(fd, SOL_VISOCK, VISOCK_TRANSFORM,
+				     "VISOCK_TRANSFORM", opt);
+		vt_try(connect(fd, (struct sockaddr *)&ss, len), "connect");
+		return fd;
+	}
+	lfd = su_socket(c->family, false, SOCK_CLOEXEC);
+	if (opt)
+		su_setint_at(lfd, SOL_VISOCK, VISOCK_TRANSFORM,
+			     "VISOCK_TRANSFORM", opt);
+	sin.sin_addr.s_addr = htonl(INADDR_ANY);
+	vt_try(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), "bind");
+	vt_try(listen(lfd, 4), "listen");
+	su_send_port(c, lfd);
+	fd = su_accept(lfd, SOCK_CLOEXEC);
+	close(lfd);
+	return fd;
+}
+
+static void xform_opt_expect(int fd, int want, const char *what)
+{
+	struct visock_info vi;
+
+	xform_expect(fd, want, what);
+	hu_get_info(fd, &vi);
+	vt_diag("%s: %llu records sealed, %llu opened", what,
+		(unsigned long long)vi.vi_rec_sealed,
+		(unsigned long long)vi.vi_rec_opened);
+	vt_assert(vi.vi_rec_sealed >= PSK_BYTES / 16384 &&
+		  vi.vi_rec_opened >= PSK_BYTES / 16384,
+		  "%s: %llu records sealed, %llu opened", what,
+		  (unsigned long long)vi.vi_rec_sealed,
+		  (unsigned long long)vi.vi_rec_opened);
+}
+
+static void xform_sockopt(struct vt_ctx *c)
+{
+	const char *side = vt_is_client(c) ? "client" : "server";
+	char what[64];
+	int fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	hu_sysctl_set("transform", 0);
+
+	/* (a) both sockets ask, the server on its listener */
+	fd = xform_opt_pair(c, XF_CHACHA);
+	psk_echo(c, fd);
+	snprintf(what, sizeof(what), "%s, both sockets chacha20-poly1305",
+		 side);
+	xform_opt_expect(fd, XF_CHACHA, what);
+	vt_assert(su_getint_at(fd, SOL_VISOCK, VISOCK_TRANSFORM,
+			       "VISOCK_TRANSFORM") == XF_CHACHA,
+		  "%s: VISOCK_TRANSFORM not %d (set, or inherited)", what,
+		  XF_CHACHA);
+	vt_sync(c, "checked a");
+	close(fd);
+
+	/* (b) only the client's socket asks; the server's sysctl agrees */
+	if (!vt_is_client(c))
+		hu_sysctl_set("transform", XF_GCM256);
+	fd = xform_opt_pair(c, vt_is_client(c) ? XF_GCM256 : 0);
+	psk_echo(c, fd);
+	snprintf(what, sizeof(what), "%s, client socket gcm-aes-256", side);
+	xform_opt_expect(fd, XF_GCM256, what);
+	vt_sync(c, "checked b");
+	close(fd);
+}
+
+/* Client: one policy rule for the server's address, or none (@rule NULL). */
+static void xform_policy(struct vt_ctx *c, const char *rule)
+{
+	char out[PSK_OUT];
+	int st;
+
+	psk_ctl_as(0, out, sizeof(out), "policy flush");
+	if (!rule)
+		return;
+	st = psk_ctl_as(0, out, sizeof(out), "policy add allow to %s/32 %s",
+			c->peer, rule);
+	vt_assert(st == 0, "visockctl policy add ... %s: exit %d: %.300s",
+		  rule, st, out);
+	st = psk_ctl_as(0, out, sizeof(out), "policy");
+	vt_diag("policy: %.300s", out);
+	vt_assert(st == 0 && strstr(out, rule),
+		  "visockctl policy does not list '%s': %.300s", rule, out);
+}
+
+/* Client: one connection under a require rule falls back with reason 21. */
+static void xform_require_round(struct vt_ctx *c, const char *what)
+{
+	long long fb0 = hu_proc("fallback_xform_required");
+	int fd;
+
+	fd = psk_connect(c);
+	psk_expect_fallback(fd, VISOCK_FB_XFORM_REQUIRED, what);
+	vt_diag("%s: fallback_xform_required %lld -> %lld", what, fb0,
+		hu_proc("fallback_xform_required"));
+	vt_assert(hu_proc("fallback_xform_required") >= fb0 + 1,
+		  "%s: fallback_xform_required did not count", what);
+	vt_sync(c, "checked");
+	close(fd);
+}
+
+static void xform_require(struct vt_ctx *c)
+{
+	int fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	hu_sysctl_set("transform", 0);
+	if (vt_is_client(c)) {
+		psk_add(1, "fleet-a", PSK_A);
+		hu_sysctl_set("auth", 1);
+		xform_policy(c, "transform gcm-aes-256 require");
+	} else {
+		hu_sysctl_set("auth", 0);
+	}
+
+	/* (a) a server without a key: it cannot authenticate */
+	if (vt_is_client(c))
+		xform_require_round(c, "client, server without a key");
+	else
+		xform_require_round(c, "server without a key");
+
+	/* (b) a server with the key that chooses no transform */
+	if (!vt_is_client(c)) {
+		psk_add(1, "fleet-a", PSK_A);
+		hu_sysctl_set("auth", 1);
+	}
+	xform_require_round(c, vt_is_client(c) ?
+			    "client, server choosing none" :
+			    "server choosing none");
+
+	/* (c) the rule without require: RDMA without a transform */
+	if (vt_is_client(c))
+		xform_policy(c, "transform gcm-aes-256");
+	fd = psk_connect(c);
+	xform_expect(fd, 0, vt_is_client(c) ? "client, rule without require" :
+			    "server, rule without require");
+	vt_sync(c, "checked c");
+	close(fd);
+	if (vt_is_client(c))
+		xform_policy(c, NULL);
 }
 
 /* ---- the lazy switch, authenticated ---- */
@@ -3545,6 +3739,10 @@ static const struct vt_test tests[] = {
 	  "lazy_bytes and a transform: the handshake, not a lazy start"),
 	T(memcg_records, 600,
 	  "a transform's record buffers are charged to the socket's cgroup"),
+	T(xform_sockopt, 300,
+	  "VISOCK_TRANSFORM picks the transform, net.visock.transform 0"),
+	T(xform_require, 300,
+	  "a policy rule requires a transform the server does not do: TCP"),
 };
 
 /*
