@@ -3608,18 +3608,33 @@ static void memcg_records(struct vt_ctx *c)
  * xform_no_lazy: lazy_bytes set on both hosts, same key, auth 1.  A
  * lazy switch negotiates no transform, so a socket that asks for one
  * neither proposes a lazy start nor, as a listener, takes one.  After
- * the keeper brought the queue pair up, for each pair of
- * net.visock.transform settings (client, server), set before the
- * listener and the connection are made: the connection is not lazy,
- * moves PSK_LAZY_BYTES each way intact over RDMA, with the transform
- * the handshake negotiates, and through records when there is one.
+ * the keeper brought the queue pair up, for each case the sockets ask
+ * for a transform through net.visock.transform (client, server), the
+ * VISOCK_TRANSFORM option of the client's socket and the server's
+ * listener, or a policy rule of the client naming a pair for the
+ * server, all set before the listener and the connection are made: the
+ * connection is not lazy, moves PSK_LAZY_BYTES each way intact over
+ * RDMA, with the transform the handshake negotiates, and through
+ * records when there is one.
  */
 static const struct {
-	int client, server, want;
+	int client, server;		/* net.visock.transform */
+	int opt_client, opt_server;	/* VISOCK_TRANSFORM, 0: not set */
+	const char *rule;		/* the client's policy rule, or NULL */
+	int want;
 } xnl_cases[] = {
-	{ 1, 1, 1 },	/* both ask: the transform, on RDMA at once */
-	{ 1, 0, 0 },	/* the client proposes no lazy start */
-	{ 0, 1, 0 },	/* the listener takes none */
+	/* both ask: the transform, on RDMA at once */
+	{ 1, 1, 0, 0, NULL, 1 },
+	/* the client proposes no lazy start */
+	{ 1, 0, 0, 0, NULL, 0 },
+	/* the listener takes none */
+	{ 0, 1, 0, 0, NULL, 0 },
+	/* the same through the socket option */
+	{ 0, 0, 1, 1, NULL, 1 },
+	{ 0, 0, 1, 0, NULL, 0 },
+	{ 0, 0, 0, 1, NULL, 0 },
+	/* and through a rule without require */
+	{ 0, 0, 0, 0, "transform gcm-aes-128", 0 },
 };
 
 static void xform_no_lazy(struct vt_ctx *c)
@@ -3637,13 +3652,19 @@ static void xform_no_lazy(struct vt_ctx *c)
 	if (lfd >= 0)
 		close(lfd);
 	for (i = 0; i < (int)ARRAY_SIZE(xnl_cases); i++) {
-		snprintf(what, sizeof(what), "%s, client %d server %d",
-			 vt_is_client(c) ? "client" : "server",
-			 xnl_cases[i].client, xnl_cases[i].server);
+		snprintf(what, sizeof(what), "%s, case %d",
+			 vt_is_client(c) ? "client" : "server", i);
 		hu_sysctl_set("transform", vt_is_client(c) ?
 			      xnl_cases[i].client : xnl_cases[i].server);
+		if (vt_is_client(c))
+			xform_policy(c, xnl_cases[i].rule);
 		vt_sync(c, "transform set");
-		if (vt_is_client(c)) {
+		if (xnl_cases[i].opt_client || xnl_cases[i].opt_server) {
+			lfd = -1;
+			fd = xform_opt_pair(c, vt_is_client(c) ?
+					    xnl_cases[i].opt_client :
+					    xnl_cases[i].opt_server);
+		} else if (vt_is_client(c)) {
 			lfd = -1;
 			port = su_recv_port(c);
 			fd = su_connect(c, VT_FAMILY_VISOCK, false, port);
@@ -3684,6 +3705,8 @@ static void xform_no_lazy(struct vt_ctx *c)
 		if (lfd >= 0)
 			close(lfd);
 	}
+	if (vt_is_client(c))
+		xform_policy(c, NULL);
 	close(keeper);
 }
 
