@@ -257,11 +257,27 @@ int visock_auth_tag_verify(const u8 key[VISOCK_KDF_HASH_LEN],
 }
 
 /**
+ * visock_auth_conn_wipe() - forget an authenticated connection's keys
+ * @c: the connection's key material
+ *
+ * Wipes the keys, IV salts and update secrets of both directions, once
+ * the record layer holds its own copies or when the derivation failed.
+ *
+ * Context: any context.
+ */
+void visock_auth_conn_wipe(struct visock_auth_conn *c)
+{
+	memzero_explicit(c->key, sizeof(c->key));
+	memzero_explicit(c->iv_salt, sizeof(c->iv_salt));
+	memzero_explicit(c->secret, sizeof(c->secret));
+}
+
+/**
  * visock_auth_conn_derive() - derive an authenticated connection's keys
  * @psk: the pre-shared key the handshake was authenticated with
  * @psk_len: its length
- * @c: @c->ctx and @c->xform filled in; receives one key and IV salt per
- *	direction
+ * @c: @c->ctx and @c->xform filled in; receives one key, IV salt and
+ *	update secret per direction
  *
  * Context: process context, may sleep.
  * Return: 0, -EINVAL for an unknown @c->xform, or an error of
@@ -290,10 +306,9 @@ int visock_auth_conn_derive(const u8 *psk, unsigned int psk_len,
 	memcpy(p.server_nonce, c->ctx.server_nonce, VISOCK_KDF_NONCE_LEN);
 	for (dir = VISOCK_KDF_C2S; dir <= VISOCK_KDF_S2C && !err; dir++)
 		err = visock_kdf_derive(&p, dir, c->key[dir], xf->key_size,
-					c->iv_salt[dir], VISOCK_XFORM_IV_LEN);
-	if (err) {
-		memzero_explicit(c->key, sizeof(c->key));
-		memzero_explicit(c->iv_salt, sizeof(c->iv_salt));
-	}
+					c->iv_salt[dir], VISOCK_XFORM_IV_LEN,
+					c->secret[dir]);
+	if (err)
+		visock_auth_conn_wipe(c);
 	return err;
 }

@@ -49,8 +49,10 @@ struct visock_auth_ctx {
  * @key: one key per enum visock_kdf_dir, for @xform (its key size; the
  *	rest is zero)
  * @iv_salt: the IV salt of each direction
+ * @secret: the update secret of each direction (visock_kdf_update())
  *
- * The record layer of the data path is keyed from it.
+ * The record layer of the data path is keyed from it, and then @key,
+ * @iv_salt and @secret are wiped (visock_auth_conn_wipe()).
  */
 struct visock_auth_conn {
 	u32 key_id;
@@ -61,6 +63,7 @@ struct visock_auth_conn {
 	u8 offer[VISOCK_XFORM_OFFER_MAX];
 	u8 key[2][VISOCK_AUTH_CONN_KEYLEN];
 	u8 iv_salt[2][VISOCK_XFORM_IV_LEN];
+	u8 secret[2][VISOCK_KDF_SECRET_LEN];
 };
 
 int visock_auth_mac_key(const u8 *psk, unsigned int psk_len, u32 key_id,
@@ -82,5 +85,6 @@ int visock_auth_tag_verify(const u8 key[VISOCK_KDF_HASH_LEN],
 			   unsigned int tag_len);
 int visock_auth_conn_derive(const u8 *psk, unsigned int psk_len,
 			    struct visock_auth_conn *c);
+void visock_auth_conn_wipe(struct visock_auth_conn *c);
 
 #endif /* _NET_VISOCK_AUTH_H */

@@ -10,10 +10,21 @@
  * Key schedule of a connection (documented in design.rst, "Transforms"):
  *
  *   PRK  = HKDF-Extract(salt = client nonce || server nonce, IKM = PSK)
- *   OKM  = HKDF-Expand(PRK, info, key length + IV salt length)
- *   key  = first key length bytes of OKM, IV salt = the rest
+ *   OKM  = HKDF-Expand(PRK, info, key length + IV salt length + 32)
+ *   key  = first key length bytes of OKM, then the IV salt, then the
+ *          direction's update secret (32 bytes)
  *
- * with one info string per direction (visock_kdf_info()).
+ * with one info string per direction (visock_kdf_info()).  HKDF-Expand's
+ * output does not depend on its length but as a prefix, so the key and
+ * IV salt are the same whether the update secret is derived or not.
+ *
+ * Key update (visock_kdf_update()): the next key, IV salt and update
+ * secret of a direction come from its current update secret alone:
+ *
+ *   OKM' = HKDF-Expand(PRK = update secret, update info, same length)
+ *
+ * with the update info of visock_kdf_update_info(), which names the
+ * number of the key derived.  The update secret only ever keys HMAC.
  */
 
 #include <crypto/hash.h>
@@ -27,6 +38,8 @@
 
 /* The info string starts with this label (no terminating NUL). */
 static const char visock_kdf_label[12] = "visock xform";
+/* ... and the info string of a key update with this one. */
+static const char visock_kdf_update_label[12] = "visock rekey";
 #define VISOCK_KDF_VERSION	1
 /* RFC 5869: at most 255 blocks of output. */
 #define VISOCK_HKDF_MAX_OKM	(255 * VISOCK_KDF_HASH_LEN)
@@ -204,6 +217,8 @@ void visock_kdf_info(const struct visock_kdf_params *p,
  * @keylen: key length of the transform, 1..VISOCK_KDF_HASH_LEN
  * @iv_salt: output, @saltlen bytes
  * @saltlen: IV salt length, 1..VISOCK_KDF_HASH_LEN
+ * @secret: output, VISOCK_KDF_SECRET_LEN bytes: the direction's update
+ *	secret (visock_kdf_update()); NULL if not wanted
  *
  * Both ends derive the same key for a direction: the client seals with
  * the VISOCK_KDF_C2S key and the server opens with it, and the other way
@@ -211,14 +226,15 @@ void visock_kdf_info(const struct visock_kdf_params *p,
  *
  * Context: process context, may sleep.
  * Return: 0; -EINVAL for a PSK or output length out of range; or an error
- * of the crypto API.  On error @key and @iv_salt are wiped.
+ * of the crypto API.  On error @key, @iv_salt and @secret are wiped.
  */
 int visock_kdf_derive(const struct visock_kdf_params *p,
 		      enum visock_kdf_dir dir, u8 *key, unsigned int keylen,
-		      u8 *iv_salt, unsigned int saltlen)
+		      u8 *iv_salt, unsigned int saltlen, u8 *secret)
 {
+	unsigned int slen = secret ? VISOCK_KDF_SECRET_LEN : 0;
 	u8 salt[2 * VISOCK_KDF_NONCE_LEN];
-	u8 okm[2 * VISOCK_KDF_HASH_LEN];
+	u8 okm[3 * VISOCK_KDF_HASH_LEN];
 	u8 prk[VISOCK_KDF_HASH_LEN];
 	u8 info[VISOCK_KDF_INFO_LEN];
 	struct crypto_shash *hmac;
@@ -241,16 +257,119 @@ int visock_kdf_derive(const struct visock_kdf_params *p,
 				  p->psk_len, prk);
 	if (!err)
 		err = visock_hkdf_expand(hmac, info, sizeof(info), okm,
-					 keylen + saltlen);
+					 keylen + saltlen + slen);
 	crypto_free_shash(hmac);
 	if (!err) {
 		memcpy(key, okm, keylen);
 		memcpy(iv_salt, okm + keylen, saltlen);
+		if (secret)
+			memcpy(secret, okm + keylen + saltlen, slen);
 	} else {
 		memzero_explicit(key, keylen);
 		memzero_explicit(iv_salt, saltlen);
+		if (secret)
+			memzero_explicit(secret, slen);
 	}
 	memzero_explicit(okm, sizeof(okm));
 	memzero_explicit(prk, sizeof(prk));
+	return err;
+}
+
+/**
+ * visock_kdf_update_info() - the HKDF info string of a key update
+ * @xform: the connection's transform pair (enum visock_xform)
+ * @keylen: its key length
+ * @epoch: the number of the key derived (1: the first key after the
+ *	one the handshake derived)
+ * @info: VISOCK_KDF_INFO_LEN bytes of output
+ *
+ * Layout (multi-byte fields big endian)::
+ *
+ *   0  12  "visock rekey" (ASCII, no NUL)
+ *   12  1  version of the key schedule (1)
+ *   13  1  transform (enum visock_xform)
+ *   14  1  zero
+ *   15  1  key length in bytes
+ *   16  8  number of the key derived
+ *
+ * The direction and the connection are not named: the update secret
+ * already differs between them.
+ *
+ * Context: any context.
+ */
+void visock_kdf_update_info(u8 xform, unsigned int keylen, u64 epoch,
+			    u8 info[VISOCK_KDF_INFO_LEN])
+{
+	memcpy(info, visock_kdf_update_label, sizeof(visock_kdf_update_label));
+	info[12] = VISOCK_KDF_VERSION;
+	info[13] = xform;
+	info[14] = 0;
+	info[15] = keylen;
+	visock_kdf_put_be32(epoch >> 32, info + 16);
+	visock_kdf_put_be32(epoch, info + 20);
+}
+
+/**
+ * visock_kdf_update() - derive a direction's next key from its secret
+ * @xform: the connection's transform pair (enum visock_xform)
+ * @epoch: the number of the key derived, >= 1
+ * @secret: VISOCK_KDF_SECRET_LEN bytes: in, the direction's current
+ *	update secret; out, the next one (the current one is overwritten)
+ * @key: output, @keylen bytes: the next key
+ * @keylen: key length of the pair, 1..VISOCK_KDF_HASH_LEN
+ * @iv_salt: output, @saltlen bytes: the next IV salt
+ * @saltlen: IV salt length, 1..VISOCK_KDF_HASH_LEN
+ *
+ * HKDF-Expand with the current update secret as its pseudorandom key and
+ * visock_kdf_update_info() as its info.  Both ends of a direction hold
+ * the same secret and so derive the same next key; the previous keys
+ * cannot be computed from the new one or from the new secret.  Nothing
+ * secret is left on the stack.
+ *
+ * Context: process context, may sleep.
+ * Return: 0; -EINVAL for an output length out of range or @epoch 0; or
+ * an error of the crypto API.  On error @secret, @key and @iv_salt are
+ * wiped.
+ */
+int visock_kdf_update(u8 xform, u64 epoch,
+		      u8 secret[VISOCK_KDF_SECRET_LEN], u8 *key,
+		      unsigned int keylen, u8 *iv_salt, unsigned int saltlen)
+{
+	u8 okm[3 * VISOCK_KDF_HASH_LEN];
+	u8 info[VISOCK_KDF_INFO_LEN];
+	struct crypto_shash *hmac;
+	int err;
+
+	if (!epoch || !keylen || keylen > VISOCK_KDF_HASH_LEN || !saltlen ||
+	    saltlen > VISOCK_KDF_HASH_LEN) {
+		err = -EINVAL;
+		goto out;
+	}
+	hmac = visock_kdf_alloc();
+	if (IS_ERR(hmac)) {
+		err = PTR_ERR(hmac);
+		goto out;
+	}
+	visock_kdf_update_info(xform, keylen, epoch, info);
+	err = crypto_shash_setkey(hmac, secret, VISOCK_KDF_SECRET_LEN);
+	if (!err)
+		err = visock_hkdf_expand(hmac, info, sizeof(info), okm,
+					 keylen + saltlen +
+					 VISOCK_KDF_SECRET_LEN);
+	crypto_free_shash(hmac);
+	if (!err) {
+		memcpy(key, okm, keylen);
+		memcpy(iv_salt, okm + keylen, saltlen);
+		memcpy(secret, okm + keylen + saltlen, VISOCK_KDF_SECRET_LEN);
+	}
+	memzero_explicit(okm, sizeof(okm));
+out:
+	if (err) {
+		memzero_explicit(secret, VISOCK_KDF_SECRET_LEN);
+		if (keylen <= VISOCK_KDF_HASH_LEN)
+			memzero_explicit(key, keylen);
+		if (saltlen <= VISOCK_KDF_HASH_LEN)
+			memzero_explicit(iv_salt, saltlen);
+	}
 	return err;
 }

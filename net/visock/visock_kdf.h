@@ -14,6 +14,8 @@ struct crypto_shash;
 #define VISOCK_KDF_PSK_MIN	16
 #define VISOCK_KDF_PSK_MAX	64
 #define VISOCK_KDF_INFO_LEN	24
+/* A direction's update secret, the input of its next key. */
+#define VISOCK_KDF_SECRET_LEN	VISOCK_KDF_HASH_LEN
 
 /**
  * enum visock_kdf_dir - direction a derived key protects
@@ -56,6 +58,11 @@ void visock_kdf_info(const struct visock_kdf_params *p,
 		     u8 info[VISOCK_KDF_INFO_LEN]);
 int visock_kdf_derive(const struct visock_kdf_params *p,
 		      enum visock_kdf_dir dir, u8 *key, unsigned int keylen,
-		      u8 *iv_salt, unsigned int saltlen);
+		      u8 *iv_salt, unsigned int saltlen, u8 *secret);
+void visock_kdf_update_info(u8 xform, unsigned int keylen, u64 epoch,
+			    u8 info[VISOCK_KDF_INFO_LEN]);
+int visock_kdf_update(u8 xform, u64 epoch,
+		      u8 secret[VISOCK_KDF_SECRET_LEN], u8 *key,
+		      unsigned int keylen, u8 *iv_salt, unsigned int saltlen);
 
 #endif /* _NET_VISOCK_KDF_H */

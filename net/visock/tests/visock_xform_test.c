@@ -221,32 +221,32 @@ static void kdf_derive_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, info[23], 0xd0);
 
 	KUNIT_ASSERT_EQ(test, visock_kdf_derive(&p, VISOCK_KDF_C2S, key, 16,
-						salt, 12), 0);
+						salt, 12, NULL), 0);
 	KUNIT_EXPECT_MEMEQ(test, key, kdf_c2s_key, 16);
 	KUNIT_EXPECT_MEMEQ(test, salt, kdf_c2s_salt, 12);
 	KUNIT_ASSERT_EQ(test, visock_kdf_derive(&p, VISOCK_KDF_S2C, key, 16,
-						salt, 12), 0);
+						salt, 12, NULL), 0);
 	KUNIT_EXPECT_MEMEQ(test, key, kdf_s2c_key, 16);
 	KUNIT_EXPECT_MEMEQ(test, salt, kdf_s2c_salt, 12);
 
 	/* Any input changes the keys. */
 	p.server_token++;
 	KUNIT_ASSERT_EQ(test, visock_kdf_derive(&p, VISOCK_KDF_S2C, key, 16,
-						salt, 12), 0);
+						salt, 12, NULL), 0);
 	KUNIT_EXPECT_MEMNEQ(test, key, kdf_s2c_key, 16);
 
 	/* Bad parameters. */
 	p.psk_len = VISOCK_KDF_PSK_MIN - 1;
 	KUNIT_EXPECT_EQ(test, visock_kdf_derive(&p, VISOCK_KDF_C2S, key, 16,
-						salt, 12), -EINVAL);
+						salt, 12, NULL), -EINVAL);
 	p.psk_len = VISOCK_KDF_PSK_MAX + 1;
 	KUNIT_EXPECT_EQ(test, visock_kdf_derive(&p, VISOCK_KDF_C2S, key, 16,
-						salt, 12), -EINVAL);
+						salt, 12, NULL), -EINVAL);
 	p.psk_len = sizeof(kdf_psk);
-	KUNIT_EXPECT_EQ(test, visock_kdf_derive(&p, 2, key, 16, salt, 12),
-			-EINVAL);
+	KUNIT_EXPECT_EQ(test, visock_kdf_derive(&p, 2, key, 16, salt, 12,
+						NULL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, visock_kdf_derive(&p, VISOCK_KDF_C2S, key, 33,
-						salt, 12), -EINVAL);
+						salt, 12, NULL), -EINVAL);
 }
 
 /* ---- transform registry ---- */
