@@ -15,6 +15,17 @@
  * Everything read from the ring is untrusted: the header is copied once,
  * checked, and that copy is what the AEAD authenticates.  A record that
  * fails any check delivers no byte: the destination is wiped.
+ *
+ * With key updates on, a direction changes its key when the current one
+ * has protected the record limit: the sender derives the next key from
+ * the direction's update secret (visock_kdf_update()) before it seals
+ * the next record and flags that record; the receiver derives the same
+ * key when it opens the flagged record.  The AEAD is keyed anew in
+ * place, so the previous key's schedule is overwritten, and the secret
+ * it came from is replaced by the next one.  Sequence numbers go on
+ * across the change, and each key has its own IV salt: no (key, nonce)
+ * pair repeats, and a record replayed from before the change has a
+ * sequence number already used.
  */
 
 #include <crypto/aead.h>
@@ -126,9 +137,11 @@ void visock_rec_nonce(const u8 iv_salt[VISOCK_XFORM_IV_LEN], u64 seq,
  *	a record with its overhead must fit the ring
  *
  * The first record has sequence number 0; a key protects at most the
- * pair's max_records records.  The direction's own buffers are charged
- * (__GFP_ACCOUNT) to the current memory cgroup: a caller that sets one
- * up for a socket does so in the socket's (visock_mem_scope_enter()).
+ * pair's max_records records, and key updates are off
+ * (visock_rec_rekey_setup() changes both).  The direction's own buffers
+ * are charged (__GFP_ACCOUNT) to the current memory cgroup: a caller
+ * that sets one up for a socket does so in the socket's
+ * (visock_mem_scope_enter()).
  *
  * Context: process context, may sleep.
  * Return: 0; -EINVAL for an unknown pair or bad length; -ENOMEM; or an
@@ -167,6 +180,59 @@ int visock_rec_init(struct visock_rec_ctx *c, unsigned int xform,
 err:
 	visock_rec_destroy(c);
 	return err;
+}
+
+/**
+ * visock_rec_rekey_setup() - set a direction's key limit and updates
+ * @c: the direction, set up with visock_rec_init(), no record yet
+ * @limit: records one key may protect; 0 or more than the pair's
+ *	max_records means max_records
+ * @secret: the direction's update secret (VISOCK_KDF_SECRET_LEN bytes,
+ *	visock_kdf_derive()) to turn key updates on, or NULL to leave them
+ *	off: the direction then ends at @limit records (-EKEYEXPIRED)
+ *
+ * Both ends of a direction must agree on @secret and on whether updates
+ * are on; the receiver accepts an update after any record and requires
+ * one once the current key protected @limit records, so a sender whose
+ * limit is lower interoperates.
+ *
+ * Context: any context.
+ */
+void visock_rec_rekey_setup(struct visock_rec_ctx *c, u64 limit,
+			    const u8 *secret)
+{
+	c->limit = limit && limit < c->xf->max_records ? limit :
+		   c->xf->max_records;
+	c->rekey = !!secret;
+	if (secret)
+		memcpy(c->secret, secret, VISOCK_KDF_SECRET_LEN);
+}
+
+/*
+ * Move @c to its next key: the record numbered @c->seq is the first under
+ * it.  On failure @c refuses every later record (-EKEYEXPIRED).
+ */
+static int visock_rec_next_key(struct visock_rec_ctx *c)
+{
+	u8 key[VISOCK_XFORM_MAX_KEY];
+	int err;
+
+	err = visock_kdf_update(c->xf->id, c->epoch + 1, c->secret, key,
+				c->xf->key_size, c->iv_salt,
+				VISOCK_XFORM_IV_LEN);
+	if (!err)
+		err = crypto_aead_setkey(c->aead, key, c->xf->key_size);
+	memzero_explicit(key, sizeof(key));
+	if (err) {
+		memzero_explicit(c->secret, sizeof(c->secret));
+		c->rekey = false;
+		c->key_seq = c->seq;
+		c->limit = 0;
+		return err;
+	}
+	c->epoch++;
+	c->key_seq = c->seq;
+	return 0;
 }
 
 /**
@@ -298,13 +364,17 @@ static int visock_rec_crypt(struct visock_rec_ctx *c, bool enc,
  * and authenticates) and advances @c->seq.  A sequence number is used up
  * once the cipher ran, even if it then failed: it is never used again.
  * If sealing fails, @dst holds no usable record and nothing may be sent.
+ * With key updates on, a key that protected @c->limit records is first
+ * replaced by the next one, and the first record under each new key
+ * carries VISOCK_REC_F_KEY_UPDATE.
  *
  * Context: process context, may sleep (the crypto API may complete
  * asynchronously).  The caller serializes calls on @c.
  * Return: the record's length (@len + visock_rec_overhead()), or
  * -EINVAL (bad flags or scatterlists), -EMSGSIZE (@len too long),
  * -ENOSPC (@room too small), -EKEYEXPIRED (the key's record limit is
- * reached: rekey), or an error of the crypto API.
+ * reached and key updates are off, or a key update failed before), or
+ * an error of the crypto API or of the key update.
  */
 int visock_rec_seal(struct visock_rec_ctx *c, u8 flags,
 		    struct scatterlist *src, unsigned int src_nents,
@@ -326,11 +396,18 @@ int visock_rec_seal(struct visock_rec_ctx *c, u8 flags,
 		return -ENOSPC;
 	if (visock_sg_len(src, src_nents) < len)
 		return -EINVAL;
-	if (c->seq >= c->limit)
-		return -EKEYEXPIRED;
+	if (c->seq - c->key_seq >= c->limit) {
+		if (!c->rekey)
+			return -EKEYEXPIRED;
+		err = visock_rec_next_key(c);
+		if (err)
+			return err;
+	}
 
 	h.xform = c->xf->id;
 	h.flags = flags | (c->xf->integrity_only ? VISOCK_REC_F_PLAIN : 0);
+	if (c->epoch && c->seq == c->key_seq)
+		h.flags |= VISOCK_REC_F_KEY_UPDATE;
 	h.len = len;
 	h.seq = c->seq;
 	visock_rec_hdr_encode(&h, s->hdr);
@@ -386,21 +463,30 @@ int visock_rec_seal(struct visock_rec_ctx *c, u8 flags,
  * @flags: on success, the record's VISOCK_REC_F_* flags
  *
  * Checks the header (version, transform, flags, reserved byte, length,
- * sequence number), copies the payload to @dst and decrypts and
- * authenticates it there.  Only a record that passes every check
+ * sequence number, key update), copies the payload to @dst and decrypts
+ * and authenticates it there.  Only a record that passes every check
  * advances @c->seq; after any error but -EAGAIN and -ENOSPC the
  * connection must be reset, and no byte of @dst may be delivered (the
  * payload bytes written to @dst are wiped).
+ *
+ * With key updates on, a record flagged VISOCK_REC_F_KEY_UPDATE is
+ * opened with the direction's next key, which then stays: the flag is
+ * refused on the first record under a key (-EPROTO) and required once
+ * the current key protected @c->limit records (-EKEYEXPIRED).  A flagged
+ * record that then fails leaves @c on the next key; the connection is
+ * reset anyway.
  *
  * Context: process context, may sleep.  The caller serializes calls on
  * @c.
  * Return: the record's length on the wire (to consume from @src), or
  * -EAGAIN (not a whole record yet: nothing read), -ENOSPC (@room too
- * small for the payload: nothing read), -EPROTO (malformed header),
- * -EMSGSIZE (length over @c->max_payload), -EILSEQ (sequence number not
- * the expected one: replay, reordering or loss), -EKEYEXPIRED (the key's
- * record limit is reached), -EBADMSG (authentication failed), -EINVAL
- * (bad scatterlists), or an error of the crypto API.
+ * small for the payload: nothing read), -EPROTO (malformed header, or a
+ * key update where none may be), -EMSGSIZE (length over
+ * @c->max_payload), -EILSEQ (sequence number not the expected one:
+ * replay, reordering or loss), -EKEYEXPIRED (the key's record limit is
+ * reached without a key update), -EBADMSG (authentication failed),
+ * -EINVAL (bad scatterlists), or an error of the crypto API or of the
+ * key update.
  */
 int visock_rec_open(struct visock_rec_ctx *c, struct scatterlist *src,
 		    unsigned int src_nents, unsigned int avail,
@@ -410,14 +496,15 @@ int visock_rec_open(struct visock_rec_ctx *c, struct scatterlist *src,
 	struct visock_rec_scratch *s = c->s;
 	unsigned int tag = c->xf->tag_size;
 	struct visock_rec_hdr h;
-	u8 want;
+	bool update;
+	u8 want, known;
 	int n, err;
 
 	if (src_nents > VISOCK_REC_MAX_SG || dst_nents > VISOCK_REC_MAX_SG ||
 	    visock_sg_len(src, src_nents) < avail ||
 	    visock_sg_len(dst, dst_nents) < room)
 		return -EINVAL;
-	if (c->seq >= c->limit)
+	if (!c->rekey && c->seq - c->key_seq >= c->limit)
 		return -EKEYEXPIRED;
 	if (avail < VISOCK_REC_HDR_LEN)
 		return -EAGAIN;
@@ -427,18 +514,31 @@ int visock_rec_open(struct visock_rec_ctx *c, struct scatterlist *src,
 		return -EINVAL;
 	visock_rec_hdr_decode(s->hdr, &h);
 	want = c->xf->integrity_only ? VISOCK_REC_F_PLAIN : 0;
+	known = VISOCK_REC_F_ALL | (c->rekey ? VISOCK_REC_F_KEY_UPDATE : 0);
 	if (s->hdr[0] != VISOCK_REC_VERSION || s->hdr[3] ||
-	    h.xform != c->xf->id || (h.flags & ~VISOCK_REC_F_ALL) ||
+	    h.xform != c->xf->id || (h.flags & ~known) ||
 	    (h.flags & VISOCK_REC_F_PLAIN) != want)
 		return -EPROTO;
 	if (h.len > c->max_payload)
 		return -EMSGSIZE;
 	if (h.seq != c->seq)
 		return -EILSEQ;
+	update = h.flags & VISOCK_REC_F_KEY_UPDATE;
+	/* An update needs a record under the current key before it. */
+	if (update && c->seq == c->key_seq)
+		return -EPROTO;
+	if (!update && c->seq - c->key_seq >= c->limit)
+		return -EKEYEXPIRED;
 	if (avail - VISOCK_REC_HDR_LEN < (u64)h.len + tag)
 		return -EAGAIN;
 	if (room < h.len)
 		return -ENOSPC;
+
+	if (update) {
+		err = visock_rec_next_key(c);
+		if (err)
+			goto wipe;
+	}
 
 	err = visock_sg_copy(dst, dst_nents, 0, src, src_nents,
 			     VISOCK_REC_HDR_LEN, h.len);

@@ -15,6 +15,12 @@
  *
  * The header is the associated data of the AEAD; the nonce is the
  * direction's IV salt XOR the sequence number (visock_rec_nonce()).
+ *
+ * Key updates (visock_rec_rekey_setup()): the first record under a
+ * direction's next key carries VISOCK_REC_F_KEY_UPDATE; sequence numbers
+ * go on counting across the change.  The flag is only sent to a peer
+ * that announced key updates in the handshake (VISOCK_FEAT_REKEY): an
+ * older peer refuses a record with a flag it does not know.
  */
 #ifndef _NET_VISOCK_RECORD_H
 #define _NET_VISOCK_RECORD_H
@@ -23,6 +29,7 @@
 #include <linux/scatterlist.h>
 #include <linux/types.h>
 
+#include "visock_kdf.h"
 #include "visock_xform.h"
 
 struct aead_request;
@@ -33,6 +40,9 @@ struct aead_request;
 #define VISOCK_REC_F_PLAIN	0x01
 /* The payload was compressed before it was sealed. */
 #define VISOCK_REC_F_COMPRESSED	0x02
+/* The first record under the direction's next key (key updates only). */
+#define VISOCK_REC_F_KEY_UPDATE	0x04
+/* The flags a record may carry without key updates. */
 #define VISOCK_REC_F_ALL	(VISOCK_REC_F_PLAIN | VISOCK_REC_F_COMPRESSED)
 /* Upper bound of any record's payload, whatever the ring size. */
 #define VISOCK_REC_MAX_PAYLOAD	BIT(24)
@@ -66,10 +76,16 @@ struct visock_rec_scratch;
  * @aead: its keyed AEAD
  * @req: the request seal or open runs (one at a time per direction)
  * @s: buffers and scatterlists a request points to (heap, not stack)
- * @iv_salt: the direction's IV salt
+ * @iv_salt: the IV salt of the current key
+ * @secret: the update secret the next key is derived from
  * @seq: sequence number of the next record sealed or expected
- * @limit: records this key may protect: seal and open refuse record
- *	number @limit and later with -EKEYEXPIRED (rekey needed)
+ * @key_seq: sequence number of the first record under the current key
+ * @limit: records one key may protect: without key updates, seal and
+ *	open refuse the @limit-th record after @key_seq and later ones with
+ *	-EKEYEXPIRED; with them, seal changes the key first and open
+ *	requires the record to carry VISOCK_REC_F_KEY_UPDATE
+ * @epoch: keys changed so far (the current key's number)
+ * @rekey: key updates are on (visock_rec_rekey_setup())
  * @max_payload: largest payload accepted (fits the ring)
  *
  * The caller serializes seal and open of one direction (the socket lock).
@@ -80,8 +96,12 @@ struct visock_rec_ctx {
 	struct aead_request *req;
 	struct visock_rec_scratch *s;
 	u8 iv_salt[VISOCK_XFORM_IV_LEN];
+	u8 secret[VISOCK_KDF_SECRET_LEN];
 	u64 seq;
+	u64 key_seq;
 	u64 limit;
+	u64 epoch;
+	bool rekey;
 	u32 max_payload;
 };
 
@@ -94,6 +114,8 @@ void visock_rec_nonce(const u8 iv_salt[VISOCK_XFORM_IV_LEN], u64 seq,
 int visock_rec_init(struct visock_rec_ctx *c, unsigned int xform,
 		    const u8 *key, unsigned int keylen,
 		    const u8 iv_salt[VISOCK_XFORM_IV_LEN], u32 max_payload);
+void visock_rec_rekey_setup(struct visock_rec_ctx *c, u64 limit,
+			    const u8 *secret);
 void visock_rec_destroy(struct visock_rec_ctx *c);
 unsigned int visock_rec_overhead(const struct visock_rec_ctx *c);
 int visock_rec_seal(struct visock_rec_ctx *c, u8 flags,
