@@ -46,6 +46,9 @@ struct visock_auth_ctx {
  *	VISOCK_AUTH_CONN_XFORM
  * @offer_n: client: entries of @offer
  * @offer: client: the transforms its REQ offered (TLV XFORM)
+ * @rekey: both ends announced key updates (VISOCK_FEAT_REKEY in REQ and
+ *	REP) and a transform was negotiated: the record layer changes keys
+ *	at the pair's record limit instead of ending the connection
  * @key: one key per enum visock_kdf_dir, for @xform (its key size; the
  *	rest is zero)
  * @iv_salt: the IV salt of each direction
@@ -61,6 +64,7 @@ struct visock_auth_conn {
 	u8 xform;
 	u8 offer_n;
 	u8 offer[VISOCK_XFORM_OFFER_MAX];
+	bool rekey;
 	u8 key[2][VISOCK_AUTH_CONN_KEYLEN];
 	u8 iv_salt[2][VISOCK_XFORM_IV_LEN];
 	u8 secret[2][VISOCK_KDF_SECRET_LEN];

@@ -62,6 +62,13 @@
  *	refuse it (IB_WC_REM_ACCESS_ERR, 10): the ring went to another
  *	connection with a new key.
  *
+ * rekey_records: records one key of a transformed connection protects
+ *	at most, instead of the pair's limit (design.rst, "Key updates"),
+ *	for connections set up while it is set (0: the pair's limit).  The
+ *	security tests set it low on both hosts so that a stream of a few
+ *	MiB changes keys many times.  A connection without key updates (a
+ *	peer that did not announce them) ends at that many records.
+ *
  * socks (read only): one line per visock sock of every namespace that
  *	still exists, closed or not (visock_diag_show_all()); what holds
  *	the module when rmmod says it is in use.
@@ -88,6 +95,7 @@ u32 visock_test_stale_status;
 u32 visock_test_stale_old_rkey;
 u32 visock_test_stale_new_rkey;
 u32 visock_test_sw_delay_ms;
+u32 visock_test_rekey_records;
 
 static struct dentry *visock_debugfs_dir;
 
@@ -134,6 +142,8 @@ void visock_debugfs_init(void)
 			   &visock_test_stale_new_rkey);
 	debugfs_create_u32("sw_delay_ms", 0600, visock_debugfs_dir,
 			   &visock_test_sw_delay_ms);
+	debugfs_create_u32("rekey_records", 0600, visock_debugfs_dir,
+			   &visock_test_rekey_records);
 	debugfs_create_file("socks", 0400, visock_debugfs_dir, NULL,
 			    &visock_socks_fops);
 	visock_fault_debugfs_init(visock_debugfs_dir);

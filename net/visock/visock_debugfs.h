@@ -26,6 +26,8 @@ extern u32 visock_test_stale_old_rkey;
 extern u32 visock_test_stale_new_rkey;
 /* Test hook: a lazy connection handles the peer's SWITCH this many ms late */
 extern u32 visock_test_sw_delay_ms;
+/* Test hook: records per key of new transformed connections (0: pair's) */
+extern u32 visock_test_rekey_records;
 
 /*
  * Cursor message injection (debugfs cdc_inject, test only): the next

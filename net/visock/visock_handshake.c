@@ -643,7 +643,8 @@ static bool visock_hs_xform_required(const struct visock_sock *vsk)
 
 /*
  * Client of an authenticated handshake: offer the transforms the
- * connection asks for (TLV XFORM of @m, the REQ); a required one alone.
+ * connection asks for (TLV XFORM of @m, the REQ), a required one alone,
+ * and key updates with them.
  * False if a required pair cannot be offered (this host cannot run it).
  */
 static bool visock_hs_xform_offer(struct visock_sock *vsk,
@@ -661,6 +662,7 @@ static bool visock_hs_xform_offer(struct visock_sock *vsk,
 	m->present |= VISOCK_HSF(VISOCK_TLV_XFORM);
 	m->xform_n = a->offer_n;
 	memcpy(m->xform, a->offer, a->offer_n);
+	m->features |= VISOCK_FEAT_REKEY;
 	return true;
 }
 
@@ -680,7 +682,8 @@ static bool visock_hs_xform_refused(struct visock_sock *vsk)
 /*
  * Client: the transform the server chose in @rep, if any, must be one we
  * offered (an unauthenticated REP can choose none).  Sets it in
- * @vsk->auth; false if the choice is not valid.
+ * @vsk->auth, with key updates if the REP announces them too; false if
+ * the choice is not valid.
  */
 static bool visock_hs_xform_chosen(struct visock_sock *vsk,
 				   const struct visock_hs_msg *rep)
@@ -692,12 +695,15 @@ static bool visock_hs_xform_chosen(struct visock_sock *vsk,
 	    !memchr(vsk->auth->offer, rep->xform[0], vsk->auth->offer_n))
 		return false;
 	vsk->auth->xform = rep->xform[0];
+	/* Our REQ announced key updates with its offer. */
+	vsk->auth->rekey = !!(rep->features & VISOCK_FEAT_REKEY);
 	return true;
 }
 
 /*
  * Server of an authenticated handshake: choose from the client's offer
- * in @req (none without one) and tell the client in @m, the REP.
+ * in @req (none without one) and tell the client in @m, the REP; key
+ * updates if the client announced them.
  */
 static void visock_hs_xform_choose(struct visock_sock *vsk,
 				   const struct visock_hs_msg *req,
@@ -715,6 +721,9 @@ static void visock_hs_xform_choose(struct visock_sock *vsk,
 	m->present |= VISOCK_HSF(VISOCK_TLV_XFORM);
 	m->xform_n = 1;
 	m->xform[0] = x;
+	vsk->auth->rekey = !!(req->features & VISOCK_FEAT_REKEY);
+	if (vsk->auth->rekey)
+		m->features |= VISOCK_FEAT_REKEY;
 }
 
 /* Add TLV AUTH with our @nonce to @m; visock_hs_send() adds the MAC. */

@@ -362,7 +362,7 @@ static void visock_rdma_info(struct visock_sock *vsk, struct visock_info *info)
 	info->vi_tx_waits = dp->tx_waits;
 	info->vi_rdma_credits = dp->credits;
 	info->vi_rdma_state = dp->state;
-	visock_dp_rec_query(dp, &info->vi_rec_sealed, &info->vi_rec_opened);
+	visock_dp_rec_query(dp, info);
 	if (dp->failovers)
 		info->vi_flags |= VISOCK_INFO_F_FAILOVER;
 	spin_unlock_bh(&dp->lock);

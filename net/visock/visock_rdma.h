@@ -336,7 +336,7 @@ u32 visock_rx_ready_locked(const struct visock_dp *dp);
 
 /* visock_rec_dp.c */
 struct visock_auth_conn;
-int visock_dp_rec_init(struct visock_dp *dp, const struct visock_auth_conn *a,
+int visock_dp_rec_init(struct visock_dp *dp, struct visock_auth_conn *a,
 		       bool server);
 void visock_dp_rec_free(struct visock_dp *dp);
 u32 visock_dp_rec_overhead(const struct visock_dp *dp);
@@ -348,8 +348,8 @@ u32 visock_dp_rec_pending_locked(const struct visock_dp *dp);
 int visock_dp_rec_fill(struct visock_dp *dp);
 u32 visock_dp_rec_copy(struct visock_dp *dp, u32 skip, u32 n,
 		       struct msghdr *msg, bool consume);
-void visock_dp_rec_query(const struct visock_dp *dp, u64 *sealed,
-			 u64 *opened);
+void visock_dp_rec_query(const struct visock_dp *dp,
+			 struct visock_info *info);
 void visock_rx_stamp_locked(struct visock_dp *dp);
 void visock_rx_check_update_locked(struct visock_dp *dp);
 

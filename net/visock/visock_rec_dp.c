@@ -24,6 +24,11 @@
  * chunks mapped into one virtual range, which a scatterlist can only
  * describe chunk by chunk; the staging buffers are linear.
  *
+ * When both ends announced key updates, each direction changes its key
+ * at the pair's record limit (visock_record.c); debugfs rekey_records
+ * lowers that limit for tests.  Without them, a direction that reaches
+ * the limit ends the connection.
+ *
  * Both directions' state is used under lock_sock() of the socket only
  * (sendmsg() and recvmsg() serialise on it); the plaintext counters that
  * poll() reads are also written under @dp->lock.
@@ -41,6 +46,7 @@
 #include "visock_rdma.h"
 #include "visock_auth.h"
 #include "visock_mem.h"
+#include "visock_debugfs.h"
 #include "visock_record.h"
 
 /**
@@ -81,6 +87,7 @@ static int visock_dp_rec_alloc(struct visock_dp *dp,
 	unsigned int ovh = VISOCK_REC_HDR_LEN + xf->tag_size;
 	unsigned int txd, rxd;
 	struct visock_dp_rec *r;
+	u64 limit;
 	int err;
 
 	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
@@ -97,6 +104,12 @@ static int visock_dp_rec_alloc(struct visock_dp *dp,
 				      visock_dp_rec_max(dp->rx_size, ovh));
 	if (err)
 		goto err;
+	/* 0 (off) keeps the pair's limit. */
+	limit = READ_ONCE(visock_test_rekey_records);
+	visock_rec_rekey_setup(&r->tx, limit,
+			       a->rekey ? a->secret[txd] : NULL);
+	visock_rec_rekey_setup(&r->rx, limit,
+			       a->rekey ? a->secret[rxd] : NULL);
 	err = -ENOMEM;
 	r->tx_stage = kmalloc(r->tx.max_payload + ovh, GFP_KERNEL_ACCOUNT);
 	r->rx_stage = kmalloc(r->rx.max_payload + ovh, GFP_KERNEL_ACCOUNT);
@@ -115,7 +128,9 @@ err:
 /**
  * visock_dp_rec_init() - put records on a connection's data path
  * @dp: data path state, sizes set, not yet carrying data
- * @a: the handshake's keys; @a->xform is the negotiated transform
+ * @a: the handshake's keys; @a->xform is the negotiated transform,
+ *	@a->rekey says whether key updates are on.  Its keys, IV salts and
+ *	update secrets are wiped: the record layer keeps the only copies.
  * @server: this end is the server (it seals with the server's key)
  *
  * The records' state and buffers are charged to the memory cgroup of
@@ -125,22 +140,25 @@ err:
  * Return: 0 (also when no transform was negotiated: nothing to do),
  * -ENOMEM, or an error of the crypto API.
  */
-int visock_dp_rec_init(struct visock_dp *dp, const struct visock_auth_conn *a,
+int visock_dp_rec_init(struct visock_dp *dp, struct visock_auth_conn *a,
 		       bool server)
 {
 	const struct visock_xform_info *xf;
 	struct mem_cgroup *old;
 	int err;
 
-	if (!a || !a->xform)
+	if (!a)
 		return 0;
 	xf = visock_xform_get(a->xform);
-	if (!xf)
-		return -EINVAL;
+	if (!a->xform || !xf) {
+		visock_auth_conn_wipe(a);
+		return a->xform ? -EINVAL : 0;
+	}
 	lockdep_assert_held(&dp->vsk->sk.sk_lock);
 	old = visock_mem_scope_enter(&dp->vsk->sk);
 	err = visock_dp_rec_alloc(dp, a, xf, server);
 	visock_mem_scope_leave(old);
+	visock_auth_conn_wipe(a);
 	return err;
 }
 
@@ -409,14 +427,20 @@ u32 visock_dp_rec_copy(struct visock_dp *dp, u32 skip, u32 n,
 /**
  * visock_dp_rec_query() - record counters of a connection
  * @dp: data path state
- * @sealed: records sealed
- * @opened: records opened
+ * @info: its vi_rec_* fields are set (records sealed and opened, key
+ *	changes of each direction); left alone without records
  *
  * Context: under @dp->lock or lock_sock().
  */
-void visock_dp_rec_query(const struct visock_dp *dp, u64 *sealed,
-			 u64 *opened)
+void visock_dp_rec_query(const struct visock_dp *dp,
+			 struct visock_info *info)
 {
-	*sealed = dp->rec ? dp->rec->sealed : 0;
-	*opened = dp->rec ? dp->rec->opened : 0;
+	const struct visock_dp_rec *r = dp->rec;
+
+	if (!r)
+		return;
+	info->vi_rec_sealed = r->sealed;
+	info->vi_rec_opened = r->opened;
+	info->vi_rec_tx_rekeys = r->tx.epoch;
+	info->vi_rec_rx_rekeys = r->rx.epoch;
 }

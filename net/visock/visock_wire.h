@@ -167,6 +167,13 @@ enum visock_tlv_type {
 
 /* Feature bits (TLV FEATURES). */
 #define VISOCK_FEAT_WRITE_IMM	BIT_ULL(0)	/* RDMA WRITE with immediate */
+/*
+ * Key updates of the record layer (design.rst, "Key updates"): in a REQ
+ * that offers transforms, the client can change keys; in the REP that
+ * chose one, the server can too and both will.  Covered by the MAC of
+ * TLV AUTH like every TLV of those messages.
+ */
+#define VISOCK_FEAT_REKEY	BIT_ULL(1)
 
 /* Receive ring sizes: powers of two between these bounds. */
 #define VISOCK_RBUF_MIN		(16U * 1024)

@@ -808,6 +808,9 @@ static void print_socket(const struct visock_diag_msg *m,
 		       xform_name(vi->vi_xform),
 		       (uint64_t)vi->vi_rec_sealed,
 		       (uint64_t)vi->vi_rec_opened);
+		printf(",\"tx_rekeys\":%" PRIu64 ",\"rx_rekeys\":%" PRIu64,
+		       (uint64_t)vi->vi_rec_tx_rekeys,
+		       (uint64_t)vi->vi_rec_rx_rekeys);
 		if (ring)
 			printf(",\"rx_ring_size\":%u,\"rx_ring_used\":%u,"
 			       "\"tx_ring_size\":%u,\"tx_ring_used\":%u,"

@@ -148,6 +148,8 @@
  * @vi_reserved: zero
  * @vi_rec_sealed: records sent (a transform is in use)
  * @vi_rec_opened: records received and authenticated
+ * @vi_rec_tx_rekeys: key changes of the sending direction (key updates)
+ * @vi_rec_rx_rekeys: key changes of the receiving direction
  */
 struct visock_info {
 	__u32 vi_mode;
@@ -175,6 +177,8 @@ struct visock_info {
 	__u32 vi_reserved;
 	__u64 vi_rec_sealed;
 	__u64 vi_rec_opened;
+	__u64 vi_rec_tx_rekeys;
+	__u64 vi_rec_rx_rekeys;
 };
 
 #define VISOCK_INFO_F_SYN_OPT	0x1	/* our SYN / SYN-ACK announced visock */
