@@ -2646,6 +2646,8 @@ static void psk_cleanup(const struct vt_ctx *c)
 {
 	(void)c;
 	hu_sysctls_restore(psk_saved, ARRAY_SIZE(psk_saved));
+	if (hu_write_ll(HU_DEBUGFS_DIR "rekey_records", 0) && errno != ENOENT)
+		vt_diag("resetting rekey_records: %s", strerror(errno));
 	if (!access(HU_SYSCTL_DIR "auth", F_OK)) {
 		char out[PSK_OUT];
 
@@ -2890,6 +2892,118 @@ static void xform_stream(struct vt_ctx *c)
 			  xform_names[x],
 			  (unsigned long long)vi.vi_rec_sealed,
 			  (unsigned long long)vi.vi_rec_opened);
+		vt_sync(c, "checked");
+		close(fd);
+	}
+}
+
+/*
+ * xform_rekey       same key, auth 1, debugfs rekey_records 64 on both
+ *                   hosts, for each of the five transforms: 4 MiB echoed
+ *                   and checked byte by byte, then end of file; each end
+ *                   changed the key of each direction exactly as often as
+ *                   its record counts require ((records - 1) / 64), at
+ *                   least 3 times, and its count of received key changes
+ *                   is the peer's count of sent ones
+ */
+#define REKEY_RECORDS	64
+#define REKEY_BYTES	(4 << 20)
+
+static uint8_t rekey_buf[REKEY_BYTES];
+
+static uint8_t rekey_byte(uint32_t i, int x)
+{
+	return (uint8_t)(i * 131 + (i >> 13) + x);
+}
+
+/* Key changes @records records need with a change every REKEY_RECORDS. */
+static unsigned long long rekey_want(unsigned long long records)
+{
+	return records ? (records - 1) / REKEY_RECORDS : 0;
+}
+
+static void rekey_echo(struct vt_ctx *c, int fd, int x)
+{
+	uint32_t i;
+
+	if (vt_is_client(c)) {
+		for (i = 0; i < REKEY_BYTES; i++)
+			rekey_buf[i] = rekey_byte(i, x);
+		su_write_all(fd, rekey_buf, REKEY_BYTES);
+		memset(rekey_buf, 0, REKEY_BYTES);
+		su_read_all(fd, rekey_buf, REKEY_BYTES);
+	} else {
+		su_read_all(fd, rekey_buf, REKEY_BYTES);
+	}
+	for (i = 0; i < REKEY_BYTES; i++)
+		if (rekey_buf[i] != rekey_byte(i, x))
+			vt_fail("%s: byte %u of the %s is %#x, expected %#x",
+				xform_names[x], i,
+				vt_is_client(c) ? "echo" : "stream",
+				rekey_buf[i], rekey_byte(i, x));
+	if (!vt_is_client(c))
+		su_write_all(fd, rekey_buf, REKEY_BYTES);
+}
+
+static void xform_rekey(struct vt_ctx *c)
+{
+	unsigned long long tx, rx, peer_tx, peer_rx;
+	struct visock_info vi;
+	int x, fd;
+	char b;
+
+	hu_need_rdma(c);
+	vt_assert(hu_debugfs_ready("rekey_records"),
+		  "debugfs visock/rekey_records is missing: no key updates");
+	hu_set_ll(HU_DEBUGFS_DIR "rekey_records", REKEY_RECORDS);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	for (x = 1; x <= 5; x++) {
+		hu_sysctl_set("transform", x);
+		vt_sync(c, "keys set");
+		fd = su_pair(c);
+		rekey_echo(c, fd, x);
+		if (vt_is_client(c))
+			vt_try(shutdown(fd, SHUT_WR), "shutdown");
+		else
+			vt_assert(read(fd, &b, 1) == 0,
+				  "%s: no end of file after the echo",
+				  xform_names[x]);
+		hu_expect_rdma(fd, xform_names[x], &vi);
+		tx = vi.vi_rec_tx_rekeys;
+		rx = vi.vi_rec_rx_rekeys;
+		vt_diag("%s: records %llu sealed, %llu opened; keys %llu/%llu",
+			xform_names[x], (unsigned long long)vi.vi_rec_sealed,
+			(unsigned long long)vi.vi_rec_opened, tx, rx);
+		vt_assert(vi.vi_xform == (uint32_t)x, "%s: vi_xform %u",
+			  xform_names[x], vi.vi_xform);
+		vt_assert(vi.vi_rec_sealed >= REKEY_BYTES / 16384 &&
+			  vi.vi_rec_opened >= REKEY_BYTES / 16384,
+			  "%s: %llu records sealed, %llu opened",
+			  xform_names[x],
+			  (unsigned long long)vi.vi_rec_sealed,
+			  (unsigned long long)vi.vi_rec_opened);
+		vt_assert(tx == rekey_want(vi.vi_rec_sealed),
+			  "%s: %llu key changes sent for %llu records, expected %llu",
+			  xform_names[x], tx,
+			  (unsigned long long)vi.vi_rec_sealed,
+			  rekey_want(vi.vi_rec_sealed));
+		vt_assert(rx == rekey_want(vi.vi_rec_opened),
+			  "%s: %llu key changes received for %llu records, expected %llu",
+			  xform_names[x], rx,
+			  (unsigned long long)vi.vi_rec_opened,
+			  rekey_want(vi.vi_rec_opened));
+		vt_assert(tx >= 3 && rx >= 3,
+			  "%s: %llu key changes sent, %llu received: expected 3 or more",
+			  xform_names[x], tx, rx);
+		vt_send_num(c, "TX", tx);
+		vt_send_num(c, "RX", rx);
+		peer_tx = vt_recv_num(c, "TX");
+		peer_rx = vt_recv_num(c, "RX");
+		vt_assert(rx == peer_tx && tx == peer_rx,
+			  "%s: received %llu key changes, the peer sent %llu; sent %llu, the peer received %llu",
+			  xform_names[x], rx, peer_tx, tx, peer_rx);
 		vt_sync(c, "checked");
 		close(fd);
 	}
@@ -3766,6 +3880,8 @@ static const struct vt_test tests[] = {
 	  "VISOCK_TRANSFORM picks the transform, net.visock.transform 0"),
 	T(xform_require, 300,
 	  "a policy rule requires a transform the server does not do: TCP"),
+	T(xform_rekey, 900,
+	  "every transform, 64 records a key: keys change, the stream is intact"),
 };
 
 /*
