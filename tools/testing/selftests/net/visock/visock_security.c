@@ -3009,6 +3009,89 @@ static void xform_rekey(struct vt_ctx *c)
 	}
 }
 
+/*
+ * xform_rekey_late  same key, auth 1, gcm-aes-128; rekey_records 64 on
+ *                   the server, 0 (the pair's 2^24) on the client: the
+ *                   client's record 64 comes without the key change the
+ *                   server requires.  The server resets the connection:
+ *                   its reader gets ECONNRESET after exactly the bytes
+ *                   of records 0 to 63, all intact (vi_rec_opened 64, no
+ *                   key change), hs_auth_failed counts it, and the client
+ *                   gets an error, never a clean end
+ */
+static void xform_rekey_late(struct vt_ctx *c)
+{
+	long long failed0 = hu_proc("hs_auth_failed");
+	struct visock_info vi;
+	size_t got = 0;
+	ssize_t n;
+	uint32_t i;
+	int fd;
+
+	hu_need_rdma(c);
+	vt_assert(hu_debugfs_ready("rekey_records"),
+		  "debugfs visock/rekey_records is missing: no key updates");
+	hu_set_ll(HU_DEBUGFS_DIR "rekey_records",
+		  vt_is_client(c) ? 0 : REKEY_RECORDS);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	hu_sysctl_set("transform", 1);
+	vt_sync(c, "keys set");
+	fd = su_pair(c);
+	if (vt_is_client(c)) {
+		for (i = 0; i < REKEY_BYTES; i++)
+			rekey_buf[i] = rekey_byte(i, 0);
+		while (got < REKEY_BYTES) {
+			n = send(fd, rekey_buf + got, REKEY_BYTES - got,
+				 MSG_NOSIGNAL);
+			if (n <= 0)
+				break;
+			got += n;
+		}
+		if (got == REKEY_BYTES) {
+			n = read(fd, rekey_buf, 1);
+			vt_assert(n < 0, "the client read %zd, expected an error",
+				  n);
+		}
+		vt_diag("client: %zu bytes sent, then %s", got,
+			strerror(errno));
+		vt_assert(errno == ECONNRESET || errno == EPIPE,
+			  "the client's connection ended with %s, expected a reset",
+			  strerror(errno));
+	} else {
+		for (;;) {
+			n = read(fd, rekey_buf + got, REKEY_BYTES - got);
+			if (n <= 0)
+				break;
+			got += n;
+		}
+		vt_assert(n < 0 && errno == ECONNRESET,
+			  "the server's read ended with %zd (%s), expected ECONNRESET",
+			  n, n < 0 ? strerror(errno) : "end of file");
+		for (i = 0; i < got; i++)
+			if (rekey_buf[i] != rekey_byte(i, 0))
+				vt_fail("byte %u is %#x, expected %#x", i,
+					rekey_buf[i], rekey_byte(i, 0));
+		hu_get_info(fd, &vi);
+		vt_diag("server: %zu bytes read, %llu records opened, %llu key changes",
+			got, (unsigned long long)vi.vi_rec_opened,
+			(unsigned long long)vi.vi_rec_rx_rekeys);
+		vt_assert(vi.vi_rec_opened == REKEY_RECORDS &&
+			  !vi.vi_rec_rx_rekeys,
+			  "%llu records opened, %llu key changes: expected %d and 0",
+			  (unsigned long long)vi.vi_rec_opened,
+			  (unsigned long long)vi.vi_rec_rx_rekeys,
+			  REKEY_RECORDS);
+		vt_assert(got > 0 && got < REKEY_BYTES,
+			  "%zu bytes read of %d", got, REKEY_BYTES);
+		vt_assert(hu_proc("hs_auth_failed") >= failed0 + 1,
+			  "hs_auth_failed did not count the record");
+	}
+	vt_sync(c, "checked");
+	close(fd);
+}
+
 static void xform_no_psk(struct vt_ctx *c)
 {
 	struct visock_info vi;
@@ -3882,6 +3965,8 @@ static const struct vt_test tests[] = {
 	  "a policy rule requires a transform the server does not do: TCP"),
 	T(xform_rekey, 900,
 	  "every transform, 64 records a key: keys change, the stream is intact"),
+	T(xform_rekey_late, 300,
+	  "a key change missing where the receiver requires it: reset"),
 };
 
 /*
