@@ -239,7 +239,8 @@ build_kunit_module() { # KVER KDIR
 	for f in $pure_srcs $pure_hdrs; do
 		cp -u "$ROOT/net/visock/$f" "$out/"
 	done
-	cp -u "$ROOT"/net/visock/tests/*_test.c "$out/tests/"
+	cp -u "$ROOT"/net/visock/tests/*_test.c "$ROOT"/net/visock/tests/*.h \
+		"$out/tests/"
 	make -C "$kdir" M="$out" CONFIG_VISOCK_KUNIT_TEST=m modules \
 		>"$OUT/kunit-build.log" 2>&1 || { cat "$OUT/kunit-build.log"; return 1; }
 	cp "$out/visock_kunit.ko" "$ROOT/build/$kver/visock_kunit.ko"

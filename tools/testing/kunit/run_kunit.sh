@@ -128,6 +128,11 @@ for f in "$repo"/net/visock/tests/*_test.c; do
 	ntests=$((ntests + 1))
 done
 [ "$ntests" -gt 0 ] || die "no net/visock/tests/*_test.c"
+# Fixtures the suites share.
+for f in "$repo"/net/visock/tests/*.h; do
+	[ -f "$f" ] || continue
+	install_file "$f" "tests/$(basename "$f")"
+done
 while IFS= read -r -d '' f; do
 	keep=0
 	for w in "${wanted[@]}"; do
