@@ -233,6 +233,12 @@ static void auth_conn_keys_test(struct kunit *test)
 	KUNIT_EXPECT_MEMEQ(test, a->iv_salt, b->iv_salt, sizeof(a->iv_salt));
 	KUNIT_EXPECT_MEMNEQ(test, a->key[VISOCK_KDF_C2S],
 			    a->key[VISOCK_KDF_S2C], VISOCK_AUTH_CONN_KEYLEN);
+	/* Update secrets: shared by both ends, one per direction. */
+	KUNIT_EXPECT_MEMEQ(test, a->secret, b->secret, sizeof(a->secret));
+	KUNIT_EXPECT_MEMNEQ(test, a->secret[VISOCK_KDF_C2S],
+			    a->secret[VISOCK_KDF_S2C], VISOCK_KDF_SECRET_LEN);
+	KUNIT_EXPECT_MEMNEQ(test, a->secret[VISOCK_KDF_C2S],
+			    a->key[VISOCK_KDF_C2S], VISOCK_AUTH_CONN_KEYLEN);
 
 	b->ctx.server_nonce[0] ^= 1;
 	KUNIT_ASSERT_EQ(test, visock_auth_conn_derive(psk, sizeof(psk), b), 0);
@@ -241,6 +247,14 @@ static void auth_conn_keys_test(struct kunit *test)
 	b->ctx.client_token = 5;
 	KUNIT_ASSERT_EQ(test, visock_auth_conn_derive(psk, sizeof(psk), b), 0);
 	KUNIT_EXPECT_MEMNEQ(test, a->key, b->key, sizeof(a->key));
+	KUNIT_EXPECT_MEMNEQ(test, a->secret, b->secret, sizeof(a->secret));
+
+	/* Once the record layer holds them, nothing is left. */
+	visock_auth_conn_wipe(b);
+	memset(a, 0, sizeof(*a));
+	KUNIT_EXPECT_MEMEQ(test, b->key, a->key, sizeof(a->key));
+	KUNIT_EXPECT_MEMEQ(test, b->iv_salt, a->iv_salt, sizeof(a->iv_salt));
+	KUNIT_EXPECT_MEMEQ(test, b->secret, a->secret, sizeof(a->secret));
 }
 
 static struct kunit_case visock_auth_test_cases[] = {
