@@ -13,44 +13,17 @@
 #include "../visock_kdf.h"
 #include "../visock_record.h"
 #include "../visock_xform.h"
+#include "visock_kdf_fix.h"
 #include "visock_rec_fix.h"
 
 /* ---- the key schedule ---- */
 
-static const u8 rk_psk[32] = {
-	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
-	0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
-	0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
-	0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
-};
-
-/* The parameters of visock_xform's key schedule test. */
-static void rk_params(struct visock_kdf_params *p)
-{
-	unsigned int i;
-
-	memset(p, 0, sizeof(*p));
-	p->psk = rk_psk;
-	p->psk_len = sizeof(rk_psk);
-	for (i = 0; i < VISOCK_KDF_NONCE_LEN; i++) {
-		p->client_nonce[i] = 0x10 + i;
-		p->server_nonce[i] = 0x20 + i;
-	}
-	p->client_token = 0x01020304;
-	p->server_token = 0xa0b0c0d0;
-	p->xform = VISOCK_XFORM_AES128_GCM;
-}
-
 /*
  * Computed independently (Python's hmac and hashlib) from design.rst for
- * rk_params(), client to server: the handshake's key, the update secret
- * that follows its IV salt in the same output, and the first two updates.
+ * kdf_params() (visock_kdf_fix.h), client to server: the update secret
+ * that follows the IV salt of kdf_c2s_key in the same output, and the
+ * first two updates.
  */
-static const u8 rk_key0[16] = {
-	0x9f, 0xf8, 0xd3, 0x0e, 0x5b, 0x70, 0x98, 0x70,
-	0xba, 0x81, 0x68, 0xee, 0xb3, 0xff, 0x41, 0x7f,
-};
-
 static const u8 rk_secret0[VISOCK_KDF_SECRET_LEN] = {
 	0x1c, 0x06, 0x43, 0xd5, 0x45, 0x45, 0xc6, 0xdf,
 	0x78, 0x3d, 0xe1, 0xf1, 0x25, 0x5d, 0x64, 0xce,
@@ -86,10 +59,10 @@ static void rekey_schedule_test(struct kunit *test)
 	struct visock_kdf_params p;
 
 	/* The update secret does not change the handshake's key. */
-	rk_params(&p);
+	kdf_params(&p);
 	KUNIT_ASSERT_EQ(test, visock_kdf_derive(&p, VISOCK_KDF_C2S, key, 16,
 						salt, 12, secret), 0);
-	KUNIT_EXPECT_MEMEQ(test, key, rk_key0, 16);
+	KUNIT_EXPECT_MEMEQ(test, key, kdf_c2s_key, 16);
 	KUNIT_EXPECT_MEMEQ(test, secret, rk_secret0, sizeof(secret));
 	KUNIT_ASSERT_EQ(test, visock_kdf_derive(&p, VISOCK_KDF_S2C, key_b, 16,
 						salt_b, 12, secret_b), 0);
@@ -112,7 +85,7 @@ static void rekey_schedule_test(struct kunit *test)
 						secret, key, 16, salt, 12), 0);
 	KUNIT_EXPECT_MEMEQ(test, key, rk_key1, 16);
 	KUNIT_EXPECT_MEMEQ(test, salt, rk_salt1, 12);
-	KUNIT_EXPECT_MEMNEQ(test, key, rk_key0, 16);
+	KUNIT_EXPECT_MEMNEQ(test, key, kdf_c2s_key, 16);
 	KUNIT_EXPECT_MEMNEQ(test, secret, rk_secret0, sizeof(secret));
 	KUNIT_ASSERT_EQ(test, visock_kdf_update(VISOCK_XFORM_AES128_GCM, 2,
 						secret, key, 16, salt, 12), 0);

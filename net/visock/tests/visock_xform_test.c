@@ -17,6 +17,7 @@
 #include "../visock_kdf.h"
 #include "../visock_record.h"
 #include "../visock_xform.h"
+#include "visock_kdf_fix.h"
 #include "visock_rec_fix.h"
 
 /* ---- HKDF: RFC 5869, appendix A, test cases 1 to 3 (SHA-256) ---- */
@@ -158,38 +159,10 @@ static void hkdf_rfc5869_test(struct kunit *test)
 	crypto_free_shash(hmac);
 }
 
-static const u8 kdf_psk[32] = {
-	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
-	0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
-	0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
-	0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
-};
-
-static void kdf_params(struct visock_kdf_params *p)
-{
-	unsigned int i;
-
-	memset(p, 0, sizeof(*p));
-	p->psk = kdf_psk;
-	p->psk_len = sizeof(kdf_psk);
-	for (i = 0; i < VISOCK_KDF_NONCE_LEN; i++) {
-		p->client_nonce[i] = 0x10 + i;
-		p->server_nonce[i] = 0x20 + i;
-	}
-	p->client_token = 0x01020304;
-	p->server_token = 0xa0b0c0d0;
-	p->xform = VISOCK_XFORM_AES128_GCM;
-}
-
 /*
- * The key schedule of design.rst, computed independently (Python's hmac
- * and hashlib) for the parameters of kdf_params().
+ * The rest of design.rst's schedule for kdf_params() (visock_kdf_fix.h),
+ * computed the same way.
  */
-static const u8 kdf_c2s_key[16] = {
-	0x9f, 0xf8, 0xd3, 0x0e, 0x5b, 0x70, 0x98, 0x70,
-	0xba, 0x81, 0x68, 0xee, 0xb3, 0xff, 0x41, 0x7f,
-};
-
 static const u8 kdf_c2s_salt[12] = {
 	0x2c, 0x26, 0xfd, 0x6f, 0xfe, 0x9d, 0xce, 0x04,
 	0xfa, 0xe0, 0xa3, 0xc0,
