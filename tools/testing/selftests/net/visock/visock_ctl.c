@@ -1359,15 +1359,24 @@ static void filters(struct vt_ctx *c)
 			acc[i] = su_accept(lfd, 0);
 		if (v6)
 			acc[3] = su_accept(lfd6, 0);
-		/* Index by the client's port, as the client numbers them. */
-		for (i = 0; i < (v6 ? 4u : 3u); i++) {
-			for (j = 0; j < (v6 ? 4u : 3u); j++)
+		/*
+		 * Index by the client's port, as the client numbers them.
+		 * The IPv6 connection may have the port of an IPv4 one: it
+		 * is only looked for among its own family.
+		 */
+		for (i = 0; i < 3; i++) {
+			for (j = 0; j < 3; j++)
 				if (peer_port(acc[j]) == cport[i])
 					break;
-			vt_assert(j < (v6 ? 4u : 3u),
-				  "no accepted connection from port %d",
+			vt_assert(j < 3, "no accepted connection from port %d",
 				  cport[i]);
 			fds[i] = acc[j];
+		}
+		if (v6) {
+			vt_assert(peer_port(acc[3]) == cport[3],
+				  "the IPv6 connection is from port %d, not %d",
+				  peer_port(acc[3]), cport[3]);
+			fds[3] = acc[3];
 		}
 	}
 	n = v6 ? 4 : 3;
