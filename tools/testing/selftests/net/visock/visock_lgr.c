@@ -1538,12 +1538,21 @@ static void linger_retire(struct vt_ctx *c)
 		}
 		vt_sync(c, "ended");
 	}
-	if (vt_is_client(c))
+	if (vt_is_client(c)) {
 		vt_assert(hu_proc_wait("lgr_lingering", 3, WAIT_MS) == 3,
 			  "lgr_lingering %lld, expected the 3 reset connections",
 			  hu_proc("lgr_lingering"));
-	else
+	} else {
+		/*
+		 * close() leaves the end of a connection to a work item, and
+		 * that one would send the closed flag if the flags were
+		 * allowed again first: the 3 ends must be gone before.
+		 */
+		vt_assert(hu_proc_wait("lgr_connections", 1, WAIT_MS) == 1,
+			  "lgr_connections %lld, expected the keeper only",
+			  hu_proc("lgr_connections"));
 		hu_set_ll(MUTE_PATH, 0);
+	}
 	vt_sync(c, "lingering");
 	fd = su_pair(c);
 	hu_expect_rdma(fd, "the next connection", &vi);
