@@ -240,13 +240,49 @@ static void visock_policy_equal_test(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, visock_policy_rule_equal(&a, &b));
 }
 
+/* A destination, the default action and the verdict the rules give. */
+struct xform_case {
+	const char *what;
+	__be32 addr;		/* unless @v6: ::ffff:10.1.2.3 */
+	bool v6;
+	u16 port;
+	u8 dflt;
+	u8 action;
+	u8 xform;
+	bool require;
+};
+
 /* Rules naming a transform pair: checks and the verdict they give. */
 static void visock_policy_xform_test(struct kunit *test)
 {
+	const struct xform_case cases[] = {
+		{ "required pair", A4(10, 1, 2, 3), false, 80,
+		  VISOCK_POLICY_ALLOW, VISOCK_POLICY_ALLOW,
+		  VISOCK_XFORM_AES256_GCM, true },
+		/* The first match decides, also for the pair. */
+		{ "first match", A4(10, 1, 2, 3), false, 5432,
+		  VISOCK_POLICY_ALLOW, VISOCK_POLICY_ALLOW,
+		  VISOCK_XFORM_AES256_GCM, true },
+		{ "preferred pair", A4(10, 2, 0, 1), false, 80,
+		  VISOCK_POLICY_ALLOW, VISOCK_POLICY_ALLOW,
+		  VISOCK_XFORM_CHACHA20_POLY1305, false },
+		{ "deny rule", A4(11, 0, 0, 1), false, 5432,
+		  VISOCK_POLICY_ALLOW, VISOCK_POLICY_DENY,
+		  VISOCK_XFORM_NONE, false },
+		/* No match: the default, without a pair. */
+		{ "no match", A4(11, 0, 0, 1), false, 80,
+		  VISOCK_POLICY_DENY, VISOCK_POLICY_DENY,
+		  VISOCK_XFORM_NONE, false },
+		/* An IPv4-mapped destination gets the IPv4 rule's pair. */
+		{ "mapped", 0, true, 80,
+		  VISOCK_POLICY_ALLOW, VISOCK_POLICY_ALLOW,
+		  VISOCK_XFORM_AES256_GCM, true },
+	};
 	struct visock_policy_rule rules[3], r;
 	struct visock_policy_verdict v;
 	struct visock_policy_dst d;
 	const char *why = NULL;
+	unsigned int i;
 
 	r = rule_any(0, 65535, VISOCK_POLICY_ALLOW);
 	r.xform = VISOCK_XFORM_AES256_GCM;
@@ -279,36 +315,17 @@ static void visock_policy_xform_test(struct kunit *test)
 	rules[1].xform = VISOCK_XFORM_CHACHA20_POLY1305;
 	rules[2] = rule_any(5432, 5432, VISOCK_POLICY_DENY);
 
-	d = dst4(A4(10, 1, 2, 3), 80);
-	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
-	KUNIT_EXPECT_EQ(test, v.action, VISOCK_POLICY_ALLOW);
-	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_AES256_GCM);
-	KUNIT_EXPECT_TRUE(test, v.xform_require);
-	/* The first match decides, also for the pair. */
-	d = dst4(A4(10, 1, 2, 3), 5432);
-	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
-	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_AES256_GCM);
-	d = dst4(A4(10, 2, 0, 1), 80);
-	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
-	KUNIT_EXPECT_EQ(test, v.action, VISOCK_POLICY_ALLOW);
-	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_CHACHA20_POLY1305);
-	KUNIT_EXPECT_FALSE(test, v.xform_require);
-	d = dst4(A4(11, 0, 0, 1), 5432);
-	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
-	KUNIT_EXPECT_EQ(test, v.action, VISOCK_POLICY_DENY);
-	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_NONE);
-	KUNIT_EXPECT_FALSE(test, v.xform_require);
-	/* No match: the default, without a pair. */
-	d = dst4(A4(11, 0, 0, 1), 80);
-	visock_policy_decide(rules, 3, VISOCK_POLICY_DENY, &d, &v);
-	KUNIT_EXPECT_EQ(test, v.action, VISOCK_POLICY_DENY);
-	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_NONE);
-	KUNIT_EXPECT_FALSE(test, v.xform_require);
-	/* An IPv4-mapped destination gets the IPv4 rule's pair. */
-	d = dst6(V6_MAPPED_10_1_2_3, 80);
-	visock_policy_decide(rules, 3, VISOCK_POLICY_ALLOW, &d, &v);
-	KUNIT_EXPECT_EQ(test, v.xform, VISOCK_XFORM_AES256_GCM);
-	KUNIT_EXPECT_TRUE(test, v.xform_require);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		const struct xform_case *t = &cases[i];
+
+		d = t->v6 ? dst6(V6_MAPPED_10_1_2_3, t->port) :
+			    dst4(t->addr, t->port);
+		visock_policy_decide(rules, 3, t->dflt, &d, &v);
+		KUNIT_EXPECT_EQ_MSG(test, v.action, t->action, "%s", t->what);
+		KUNIT_EXPECT_EQ_MSG(test, v.xform, t->xform, "%s", t->what);
+		KUNIT_EXPECT_EQ_MSG(test, v.xform_require, t->require, "%s",
+				    t->what);
+	}
 }
 
 static struct kunit_case visock_policy_test_cases[] = {

@@ -180,6 +180,23 @@ static void rk_open_ok(struct kunit *test, unsigned int n, int total)
 	KUNIT_EXPECT_MEMEQ(test, f->out, f->in, 300);
 }
 
+/*
+ * Opening record @n (@total bytes) fails with @err, and no byte of a
+ * plaintext reaches the reader: its buffer is wiped or untouched.
+ */
+static void rk_open_bad(struct kunit *test, unsigned int n, int total,
+			int err)
+{
+	struct rec_fix *f = test->priv;
+	unsigned int plen;
+	u8 flags;
+
+	memset(f->out, 0xaa, MAX_PAYLOAD);
+	KUNIT_EXPECT_EQ_MSG(test, rec_open(f, rk_at(n), total, &plen, &flags),
+			    err, "record %u (xform %u)", n, f->rx.xf->id);
+	KUNIT_EXPECT_TRUE(test, only_bytes(f->out, 0, 0xaa, 300));
+}
+
 /* Sequence number in the header of the sealed record @n. */
 static u64 rk_hdr_seq(struct rec_fix *f, unsigned int n)
 {
@@ -243,9 +260,8 @@ static void rekey_boundary_test(struct kunit *test)
 static void rekey_limits_test(struct kunit *test)
 {
 	struct rec_fix *f = test->priv;
-	unsigned int n, plen;
+	unsigned int n;
 	int total;
-	u8 flags;
 
 	rk_setup(test, VISOCK_XFORM_CHACHA20_POLY1305, 2, rk_secret_a, 5,
 		 rk_secret_a);
@@ -259,10 +275,7 @@ static void rekey_limits_test(struct kunit *test)
 	for (n = 0; n < 3; n++)
 		rk_open_ok(test, n, rk_seal(test, n));
 	total = rk_seal(test, 3);
-	memset(f->out, 0xaa, MAX_PAYLOAD);
-	KUNIT_EXPECT_EQ(test, rec_open(f, rk_at(3), total, &plen, &flags),
-			-EKEYEXPIRED);
-	KUNIT_EXPECT_TRUE(test, all_bytes(f->out, 0xaa, 300));
+	rk_open_bad(test, 3, total, -EKEYEXPIRED);
 	KUNIT_EXPECT_EQ(test, f->rx.seq, 3);
 	KUNIT_EXPECT_EQ(test, f->rx.epoch, 0);
 }
@@ -275,9 +288,8 @@ static void rekey_reject_test(struct kunit *test)
 {
 	struct rec_fix *f = test->priv;
 	u8 hdr4[VISOCK_REC_HDR_LEN];
-	unsigned int n, plen;
 	int total, t3 = 0;
-	u8 flags;
+	unsigned int n;
 
 	rk_setup(test, VISOCK_XFORM_AES256_GCM, 4, rk_secret_a, 4,
 		 rk_secret_a);
@@ -303,10 +315,7 @@ static void rekey_reject_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->rx.epoch, 0);
 	/* Record 3 again, at record 4's place: a replay. */
 	memcpy(f->ring + rk_at(4), f->ring + rk_at(3), t3);
-	memset(f->out, 0xaa, MAX_PAYLOAD);
-	KUNIT_EXPECT_EQ(test, rec_open(f, rk_at(4), t3, &plen, &flags),
-			-EILSEQ);
-	KUNIT_EXPECT_TRUE(test, all_bytes(f->out, 0xaa, 300));
+	rk_open_bad(test, 4, t3, -EILSEQ);
 	KUNIT_EXPECT_EQ(test, f->rx.epoch, 0);
 
 	/*
@@ -315,10 +324,7 @@ static void rekey_reject_test(struct kunit *test)
 	 * 0, the tag fails.
 	 */
 	memcpy(f->ring + rk_at(4), hdr4, VISOCK_REC_HDR_LEN);
-	memset(f->out, 0xaa, MAX_PAYLOAD);
-	KUNIT_EXPECT_EQ(test, rec_open(f, rk_at(4), t3, &plen, &flags),
-			-EBADMSG);
-	KUNIT_EXPECT_TRUE(test, only_bytes(f->out, 0, 0xaa, 300));
+	rk_open_bad(test, 4, t3, -EBADMSG);
 
 	/* A receiver whose secret differs derives another key 1. */
 	rk_setup(test, VISOCK_XFORM_AES256_GCM, 1, rk_secret_a, 4,
@@ -327,10 +333,7 @@ static void rekey_reject_test(struct kunit *test)
 	total = rk_seal(test, 1);
 	KUNIT_EXPECT_TRUE(test, *rec_byte(f, rk_at(1), 2) &
 			  VISOCK_REC_F_KEY_UPDATE);
-	memset(f->out, 0xaa, MAX_PAYLOAD);
-	KUNIT_EXPECT_EQ(test, rec_open(f, rk_at(1), total, &plen, &flags),
-			-EBADMSG);
-	KUNIT_EXPECT_TRUE(test, only_bytes(f->out, 0, 0xaa, 300));
+	rk_open_bad(test, 1, total, -EBADMSG);
 
 	/* The flag set on a record sealed under the current key. */
 	rk_setup(test, VISOCK_XFORM_AES128_GMAC, 4, rk_secret_a, 4,
@@ -338,10 +341,7 @@ static void rekey_reject_test(struct kunit *test)
 	rk_open_ok(test, 0, rk_seal(test, 0));
 	total = rk_seal(test, 1);
 	*rec_byte(f, rk_at(1), 2) |= VISOCK_REC_F_KEY_UPDATE;
-	memset(f->out, 0xaa, MAX_PAYLOAD);
-	KUNIT_EXPECT_EQ(test, rec_open(f, rk_at(1), total, &plen, &flags),
-			-EBADMSG);
-	KUNIT_EXPECT_TRUE(test, only_bytes(f->out, 0, 0xaa, 300));
+	rk_open_bad(test, 1, total, -EBADMSG);
 
 	/* A receiver without key updates does not know the flag. */
 	rk_setup(test, VISOCK_XFORM_AES128_GCM, 1, rk_secret_a, 4, NULL);
