@@ -2851,6 +2851,18 @@ static void xform_negotiate(struct vt_ctx *c)
 	}
 }
 
+/* The client ends its writing; the server reads the end of the stream. */
+static void echo_end(struct vt_ctx *c, int fd, const char *name)
+{
+	char b;
+
+	if (vt_is_client(c))
+		vt_try(shutdown(fd, SHUT_WR), "shutdown");
+	else
+		vt_assert(read(fd, &b, 1) == 0,
+			  "%s: no end of file after the echo", name);
+}
+
 /*
  * xform_stream      same key, auth 1, both hosts the same transform, for
  *                   each of the five: 256 KiB echoed (the 64 KiB rings
@@ -2863,7 +2875,6 @@ static void xform_negotiate(struct vt_ctx *c)
 static void xform_stream(struct vt_ctx *c)
 {
 	struct visock_info vi;
-	char b;
 	int x, fd;
 
 	hu_need_rdma(c);
@@ -2873,12 +2884,7 @@ static void xform_stream(struct vt_ctx *c)
 	for (x = 1; x <= 5; x++) {
 		hu_sysctl_set("transform", x);
 		fd = psk_connect(c);
-		if (vt_is_client(c))
-			vt_try(shutdown(fd, SHUT_WR), "shutdown");
-		else
-			vt_assert(read(fd, &b, 1) == 0,
-				  "%s: no end of file after the echo",
-				  xform_names[x]);
+		echo_end(c, fd, xform_names[x]);
 		hu_expect_rdma(fd, xform_names[x], &vi);
 		vt_diag("%s: transform %u, %llu records sealed, %llu opened",
 			xform_names[x], vi.vi_xform,
@@ -2950,7 +2956,6 @@ static void xform_rekey(struct vt_ctx *c)
 	unsigned long long tx, rx, peer_tx, peer_rx;
 	struct visock_info vi;
 	int x, fd;
-	char b;
 
 	hu_need_rdma(c);
 	vt_assert(hu_debugfs_ready("rekey_records"),
@@ -2964,12 +2969,7 @@ static void xform_rekey(struct vt_ctx *c)
 		vt_sync(c, "keys set");
 		fd = su_pair(c);
 		rekey_echo(c, fd, x);
-		if (vt_is_client(c))
-			vt_try(shutdown(fd, SHUT_WR), "shutdown");
-		else
-			vt_assert(read(fd, &b, 1) == 0,
-				  "%s: no end of file after the echo",
-				  xform_names[x]);
+		echo_end(c, fd, xform_names[x]);
 		hu_expect_rdma(fd, xform_names[x], &vi);
 		tx = vi.vi_rec_tx_rekeys;
 		rx = vi.vi_rec_rx_rekeys;
