@@ -508,6 +508,36 @@ static struct nlmsghdr *visock_req(struct nl *nl, int cmd, uint16_t flags)
 	return genl_req(nl, fam, cmd, VISOCK_GENL_VERSION, flags);
 }
 
+/*
+ * Dump @cmd through @cb, which counts the objects it prints in the
+ * count it is given; in JSON, @open starts the list first.  An error
+ * ends the program with a message that starts with @what.
+ */
+static unsigned int dump_list(int cmd, mnl_cb_t cb, const char *what,
+			      const char *open)
+{
+	unsigned int count = 0;
+	struct nl nl;
+	int err;
+
+	visock_req(&nl, cmd, NLM_F_DUMP);
+	if (json)
+		fputs(open, stdout);
+	err = nl_talk(&nl, cb, &count);
+	nl_close(&nl);
+	/* libmnl stops at a part of the dump marked NLM_F_DUMP_INTR. */
+	if (err == -EINTR)
+		die(1, "%s: the list changed while being read; try again",
+		    what);
+	if (err == -EPERM)
+		die(1, "%s: permission denied (needs CAP_NET_ADMIN)", what);
+	if (err == -EOPNOTSUPP)
+		die(1, "%s: the loaded visock module does not list them", what);
+	if (err)
+		die(1, "%s: %s", what, strerror(-err));
+	return count;
+}
+
 /* A change: @cmd with a u8 attribute (@type, unless 0); dies on error. */
 static void genl_simple(int cmd, int type, uint8_t val, const char *what)
 {
@@ -1498,21 +1528,13 @@ static int dev_cb(const struct nlmsghdr *nlh, void *arg)
 
 static void cmd_devices(void)
 {
-	unsigned int count = 0;
-	struct nl nl;
-	int err;
+	unsigned int count;
 
-	visock_req(&nl, VISOCK_CMD_GET_DEVICES, NLM_F_DUMP);
-	if (json)
-		printf("[");
-	err = nl_talk(&nl, dev_cb, &count);
-	if (err)
-		die(1, "devices: %s", strerror(-err));
+	count = dump_list(VISOCK_CMD_GET_DEVICES, dev_cb, "devices", "[");
 	if (json)
 		printf("%s]\n", count ? "\n" : "");
 	else if (!count)
 		printf("no RDMA devices\n");
-	nl_close(&nl);
 }
 
 /* ---- destination policy ---- */
@@ -1600,25 +1622,17 @@ static int rule_cb(const struct nlmsghdr *nlh, void *arg)
 
 static void policy_list(void)
 {
-	unsigned int count = 0;
-	struct nl nl;
-	int err, dflt;
+	char open[64];
+	int dflt;
 
 	dflt = policy_default();
-	visock_req(&nl, VISOCK_CMD_POLICY_GET, NLM_F_DUMP);
-	if (json)
-		printf("{\"default\":\"%s\",\"rules\":[", action_name(dflt));
-	err = nl_talk(&nl, rule_cb, &count);
-	/* libmnl stops at a part of the dump marked NLM_F_DUMP_INTR. */
-	if (err == -EINTR)
-		die(1, "policy: the rules changed while being listed; try again");
-	if (err)
-		die(1, "policy: %s", strerror(-err));
+	snprintf(open, sizeof(open), "{\"default\":\"%s\",\"rules\":[",
+		 action_name(dflt));
+	dump_list(VISOCK_CMD_POLICY_GET, rule_cb, "policy", open);
 	if (json)
 		printf("]}\n");
 	else
 		printf("default %s\n", action_name(dflt));
-	nl_close(&nl);
 }
 
 static uint32_t parse_num(const char *s, uint32_t max, const char *what)
@@ -1832,23 +1846,9 @@ static int key_cb(const struct nlmsghdr *nlh, void *arg)
 /* The id and state of each key; the kernel never sends a secret. */
 static void key_list(void)
 {
-	unsigned int count = 0;
-	struct nl nl;
-	int err;
-
-	visock_req(&nl, VISOCK_CMD_KEY_GET, NLM_F_DUMP);
-	if (json)
-		printf("[");
-	err = nl_talk(&nl, key_cb, &count);
-	if (err == -EPERM)
-		die(1, "key: permission denied (needs CAP_NET_ADMIN)");
-	if (err == -EINTR)
-		die(1, "key: the keys changed while being listed; try again");
-	if (err)
-		die(1, "key: %s", strerror(-err));
+	dump_list(VISOCK_CMD_KEY_GET, key_cb, "key", "[");
 	if (json)
 		printf("]\n");
-	nl_close(&nl);
 }
 
 /*
@@ -2052,23 +2052,14 @@ static int xform_cb(const struct nlmsghdr *nlh, void *arg)
 /* The transform pairs and the implementation the crypto API picks. */
 static void cmd_transforms(void)
 {
-	unsigned int count = 0;
-	struct nl nl;
-	int err;
+	unsigned int count;
 
-	visock_req(&nl, VISOCK_CMD_GET_TRANSFORMS, NLM_F_DUMP);
-	if (json)
-		printf("[");
-	err = nl_talk(&nl, xform_cb, &count);
-	if (err == -EOPNOTSUPP)
-		die(1, "transforms: the loaded visock module does not list them");
-	if (err)
-		die(1, "transforms: %s", strerror(-err));
+	count = dump_list(VISOCK_CMD_GET_TRANSFORMS, xform_cb, "transforms",
+			  "[");
 	if (json)
 		printf("%s]\n", count ? "\n" : "");
 	else if (!count)
 		printf("no transform pairs\n");
-	nl_close(&nl);
 }
 
 /* ---- main ---- */
