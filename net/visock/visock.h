@@ -83,6 +83,8 @@
  *	required it (no key here, none offered by the peer, a lazy switch)
  * @xform: net.visock.transform, enum visock_xform new connections offer
  *	(client) or accept (server) in an authenticated handshake
+ * @xform_require: net.visock.transform_require: 1 if @xform is required
+ *	of every connection, in both roles
  * @pol_lock: serialises changes of @policy (visock_policy.c)
  * @policy: destination policy rules; read under RCU, replaced under
  *	@pol_lock
@@ -162,6 +164,7 @@ struct visock_net {
 	atomic64_t auth_failed;
 	atomic64_t auth_missing;
 	int xform;
+	int xform_require;
 	/* Serialises changes of policy; process context (netlink) only */
 	struct mutex pol_lock;
 	struct visock_policy_table __rcu *policy;

@@ -615,7 +615,8 @@ static int visock_hs_auth_derive(struct visock_sock *vsk)
  * @vsk: the socket, client or server
  * @required: set if a destination policy rule requires the pair
  *
- * From strongest to weakest: a policy rule that requires a pair, the
+ * From strongest to weakest: a policy rule that requires a pair,
+ * net.visock.transform where net.visock.transform_require is 1, the
  * socket's VISOCK_TRANSFORM, a rule that names a pair without requiring
  * it, net.visock.transform (visock_xform_pref()).  A server has no rule:
  * the policy is only asked on connect().
@@ -627,18 +628,44 @@ static unsigned int visock_hs_xform_pref(const struct visock_sock *vsk,
 					 bool *required)
 {
 	struct visock_net *vn = visock_net(sock_net(&vsk->sk));
+	unsigned int ns = READ_ONCE(vn->xform);
 
 	lockdep_assert_held(&vsk->sk.sk_lock);
 	*required = vsk->pol_xform && vsk->pol_xform_req;
-	return visock_xform_pref(READ_ONCE(vn->xform),
-				 READ_ONCE(vsk->xform_opt), vsk->pol_xform,
-				 vsk->pol_xform_req);
+	if (!*required && ns && READ_ONCE(vn->xform_require)) {
+		*required = true;
+		return ns;
+	}
+	return visock_xform_pref(ns, READ_ONCE(vsk->xform_opt),
+				 vsk->pol_xform, vsk->pol_xform_req);
 }
 
-/* Client: does a policy rule require a transform pair? */
+/* Does a policy rule or the namespace require a transform pair? */
 static bool visock_hs_xform_required(const struct visock_sock *vsk)
 {
-	return vsk->pol_xform && vsk->pol_xform_req;
+	bool required;
+
+	visock_hs_xform_pref(vsk, &required);
+	return required;
+}
+
+/*
+ * Server, before anything is set up for the REQ @req: where a pair is
+ * required, the authenticated handshake must be about to agree on one
+ * (visock_hs_xform_choose() picks only one that protects at least as
+ * much as the required one).
+ */
+static bool visock_hs_srv_xform_ok(struct visock_sock *vsk,
+				   const struct visock_hs_msg *req)
+{
+	unsigned int pref;
+	bool required;
+
+	pref = visock_hs_xform_pref(vsk, &required);
+	if (!required)
+		return true;
+	return vsk->auth && (req->present & VISOCK_HSF(VISOCK_TLV_XFORM)) &&
+	       visock_xform_choose(pref, req->xform, req->xform_n);
 }
 
 /*
@@ -916,6 +943,11 @@ int visock_hs_switch_check(struct visock_sock *vsk,
 
 	lockdep_assert_held(&vsk->sk.sk_lock);
 	visock_hs_auth_drop(vsk);
+	/* A switch negotiates no pair: none where one is required. */
+	if (visock_hs_xform_required(vsk)) {
+		WRITE_ONCE(vsk->fb_reason, VISOCK_FB_XFORM_REQUIRED);
+		return VISOCK_FB_XFORM_REQUIRED;
+	}
 	if (policy == VISOCK_AUTH_OFF)
 		return 0;
 	if (!(sw->present & VISOCK_HSF(VISOCK_TLV_AUTH))) {
@@ -1279,6 +1311,12 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 	}
 	if (!visock_hs_srv_req_auth(vsk, req, buf, len))
 		return;
+	if (!visock_hs_srv_xform_ok(vsk, req)) {
+		/* RDMA would be in the clear, or under a weaker pair. */
+		visock_hs_auth_drop(vsk);
+		visock_hs_decline_fallback(vsk, VISOCK_FB_XFORM_REQUIRED);
+		return;
+	}
 	visock_hs_note_peer(vsk, req);
 	err = visock_hs_make_vc(vsk, &m, VISOCK_HS_REP, req);
 	if (!err)

@@ -207,6 +207,19 @@ static struct ctl_table visock_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= (void *)&visock_xform_max,
 	},
+	{
+		/*
+		 * 1: every connection must agree on the pair "transform"
+		 * names (or a stronger one) or stay on TCP
+		 */
+		.procname	= "transform_require",
+		.data		= NULL,	/* set per namespace */
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
 	{ }	/* sentinel, needed before 6.11 */
 };
 
@@ -240,6 +253,7 @@ int visock_sysctl_net_init(struct net *net)
 	vn->auth = VISOCK_AUTH_OFF;
 	vn->lgr_link_conns_min = VISOCK_LGR_LINK_CONNS_MIN_DEFAULT;
 	vn->xform = VISOCK_XFORM_NONE;
+	vn->xform_require = 0;
 
 	table = kmemdup(visock_sysctl_template,
 			sizeof(visock_sysctl_template), GFP_KERNEL);
@@ -261,6 +275,7 @@ int visock_sysctl_net_init(struct net *net)
 	table[13].data = &vn->auth;
 	table[14].data = &vn->lgr_link_conns_min;
 	table[15].data = &vn->xform;
+	table[16].data = &vn->xform_require;
 
 	vn->sysctl_hdr = visock_register_net_sysctl(net, "net/visock", table,
 						    VISOCK_SYSCTL_ENTRIES);
