@@ -2566,6 +2566,7 @@ static void mc_cleanup(const struct vt_ctx *c)
 static struct hu_saved_sysctl psk_saved[] = {
 	{ "auth", -1 },
 	{ "transform", -1 },
+	{ "transform_require", -1 },
 };
 
 /* Run visockctl with @args (as user @uid unless it is 0); its exit code. */
@@ -3135,6 +3136,14 @@ static void xform_no_psk(struct vt_ctx *c)
  *                   in fallback_xform_required, 256 KiB intact; (c)
  *                   the same rule without require against server (b):
  *                   RDMA without a transform
+ * xform_require_server  server: key, auth 1, net.visock.transform 1
+ *                   (gcm-aes-128) and transform_require 1.  Clients
+ *                   (a) with the key, asking for no transform, (b)
+ *                   without authentication (auth 0): TCP on both ends
+ *                   with reason XFORM_REQUIRED, counted on the server,
+ *                   256 KiB intact; (c) a client asking for gcm-aes-128:
+ *                   RDMA with it on both ends; (d) require back to 0
+ *                   with client (a): RDMA without a transform
  */
 #define XF_CHACHA	3
 #define XF_GCM256	2
@@ -3297,6 +3306,78 @@ static void xform_require(struct vt_ctx *c)
 	close(fd);
 	if (vt_is_client(c))
 		xform_policy(c, NULL);
+}
+
+/*
+ * One connection that must fall back with reason XFORM_REQUIRED on both
+ * ends, counted on the server; every byte through TCP.
+ */
+static void xform_srv_require_round(struct vt_ctx *c, const char *what)
+{
+	long long fb0 = hu_proc("fallback_xform_required");
+	int fd;
+
+	fd = psk_connect(c);
+	psk_expect_fallback(fd, VISOCK_FB_XFORM_REQUIRED, what);
+	if (!vt_is_client(c))
+		vt_assert(hu_proc("fallback_xform_required") >= fb0 + 1,
+			  "%s: fallback_xform_required %lld, was %lld",
+			  what, hu_proc("fallback_xform_required"), fb0);
+	vt_sync(c, "checked");
+	close(fd);
+}
+
+static void xform_require_server(struct vt_ctx *c)
+{
+	const char *side = vt_is_client(c) ? "client" : "server";
+	char what[96];
+	int fd;
+
+	hu_need_rdma(c);
+	vt_agree(c, hu_sysctl("transform_require") >= 0,
+		 "no sysctl net.visock.transform_require");
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	if (vt_is_client(c)) {
+		hu_sysctl_set("transform", 0);
+		hu_sysctl_set("transform_require", 0);
+	} else {
+		hu_sysctl_set("transform", 1);
+		hu_sysctl_set("transform_require", 1);
+	}
+
+	/* (a) an authenticated client that asks for no transform */
+	snprintf(what, sizeof(what), "%s, client asking for none", side);
+	xform_srv_require_round(c, what);
+
+	/* (b) a client that does not authenticate */
+	if (vt_is_client(c))
+		hu_sysctl_set("auth", 0);
+	snprintf(what, sizeof(what), "%s, client without auth", side);
+	xform_srv_require_round(c, what);
+
+	/* (c) a client that asks for the server's pair */
+	if (vt_is_client(c)) {
+		hu_sysctl_set("auth", 1);
+		hu_sysctl_set("transform", 1);
+	}
+	fd = psk_connect(c);
+	snprintf(what, sizeof(what), "%s, client asking for gcm-aes-128", side);
+	xform_expect(fd, 1, what);
+	vt_sync(c, "checked c");
+	close(fd);
+
+	/* (d) not required any more: client (a) gets RDMA in the clear */
+	if (vt_is_client(c))
+		hu_sysctl_set("transform", 0);
+	else
+		hu_sysctl_set("transform_require", 0);
+	fd = psk_connect(c);
+	snprintf(what, sizeof(what), "%s, nothing required", side);
+	xform_expect(fd, 0, what);
+	vt_sync(c, "checked d");
+	close(fd);
 }
 
 /* ---- the lazy switch, authenticated ---- */
@@ -3963,6 +4044,8 @@ static const struct vt_test tests[] = {
 	  "VISOCK_TRANSFORM picks the transform, net.visock.transform 0"),
 	T(xform_require, 300,
 	  "a policy rule requires a transform the server does not do: TCP"),
+	T(xform_require_server, 300,
+	  "a server requires a transform: clients without it stay on TCP"),
 	T(xform_rekey, 900,
 	  "every transform, 64 records a key: keys change, the stream is intact"),
 	T(xform_rekey_late, 300,
