@@ -7,7 +7,7 @@
 #   vm.sh kver 6.1|6.12|6.12-debug|7.3
 #   vm.sh check-path   (refuse a repository path the guests cannot use)
 #   vm.sh run   --kernel K [--kernel-b K] [--timeout SECS]
-#               [--module-a KO] [--module-b KO] -- SCRIPT [ARGS...]
+#               [--module-a KO] [--module-b KO] [--capture] -- SCRIPT [ARGS...]
 #   vm.sh start --kernel K [--kernel-b K] [--timeout SECS]
 #   vm.sh exec  --kernel K [--kernel-b K] [--timeout SECS]
 #               [--module-a KO] [--module-b KO] -- SCRIPT [ARGS...]
@@ -28,6 +28,11 @@
 # module file the kselftests insmod), e.g. another release's visock.ko
 # for a bed of mixed visock versions.
 #
+# --capture (with run; or VISOCK_VM_CAPTURE=1) has QEMU write everything
+# each guest's NIC sends and receives to <results>/<host>/link.pcap
+# (filter-dump: pcap, Ethernet frames in full).  Off by default: it costs
+# a copy of every frame and as much disk as the run moves.
+#
 # Environment:
 #   VISOCK_CACHE        cache root (default ~/.cache/visock)
 #   VISOCK_RESULTS_DIR  host results directory (default
@@ -42,6 +47,7 @@
 #                       "prepare" installs it from bookworm-backports)
 #   VISOCK_VM_MEM       guest RAM in MiB (default 1024, 2048 on 6.12-debug)
 #   VISOCK_VM_APPEND    more kernel command line (e.g. kmemleak=on)
+#   VISOCK_VM_CAPTURE   1: as --capture
 #
 # Kernels: 6.1 and 6.12 are Debian's (/boot, /lib/modules); 6.12-debug is
 # the KASAN/lockdep kernel built by tools/testing/debug-kernel.sh into the
@@ -143,7 +149,7 @@ now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
 secs() { awk -v ms="$1" 'BEGIN { printf "%.1f", ms / 1000 }'; }
 
 usage() {
-	sed -n '4,37s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '4,50s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 	exit "${1:-2}"
 }
 
@@ -575,9 +581,13 @@ launch() {
 	fi
 	: >"$state/$host.serial.log"
 	rm -f "$state/$host.pid" "$state/$host.shell.sock"
+	if [ "$capture" = 1 ]; then
+		# The whole link as this guest's NIC sees it, both ways.
+		extra+=(-object "filter-dump,id=cap0,netdev=n0,file=$(qemu_opt_path "$results/$host/link.pcap")")
+	fi
 	if [ "$mode" = persist ]; then
 		# Second serial port (ttyS1 in the guest) for "vm.sh shell".
-		extra=(-chardev "socket,id=shell,path=$state/$host.shell.sock,server=on,wait=off"
+		extra+=(-chardev "socket,id=shell,path=$state/$host.shell.sock,server=on,wait=off"
 			-serial chardev:shell)
 	fi
 	# The link's UDP socket is opened by udp-link.py (see there why).
@@ -784,8 +794,9 @@ module_path() {
 
 declare -A module_for=([a]='' [b]='' [c]='' [d]='')
 
-parse_bed_args() { # sets series, timeout, job (array), module_for, nhosts
+parse_bed_args() { # sets series, timeout, job (array), module_for, nhosts, capture
 	series='' series_b='' timeout=600 job=() host_opt='' nhosts=2
+	capture=${VISOCK_VM_CAPTURE:-0}
 	module_for=([a]='' [b]='' [c]='' [d]='')
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -794,6 +805,7 @@ parse_bed_args() { # sets series, timeout, job (array), module_for, nhosts
 		--module-a) module_for[a]=$(module_path "${2:?}"); shift 2 ;;
 		--module-b) module_for[b]=$(module_path "${2:?}"); shift 2 ;;
 		--timeout) timeout=${2:?}; shift 2 ;;
+		--capture) capture=1; shift ;;
 		--host) host_opt=${2:?}; shift 2 ;;
 		--hosts)
 			nhosts=${2:?}; shift 2
@@ -804,6 +816,7 @@ parse_bed_args() { # sets series, timeout, job (array), module_for, nhosts
 	done
 	[ -n "$series" ] || die "--kernel is required"
 	[[ $timeout =~ ^[0-9]+$ ]] || die "bad --timeout"
+	[ "$capture" = 0 ] || [ "$capture" = 1 ] || die "VISOCK_VM_CAPTURE is 0 or 1"
 	setup_bed "$series" "$series_b"
 }
 
@@ -918,6 +931,8 @@ all_ready() {
 cmd_start() {
 	local t0 h
 	parse_bed_args "$@"
+	# exec empties the results directory under QEMU's open capture.
+	[ "$capture" = 0 ] || die "--capture (VISOCK_VM_CAPTURE) works with run only"
 	if any_running; then
 		info "test bed $kver/inst$inst already running"
 		return 0
