@@ -3988,6 +3988,126 @@ static void xform_no_lazy(struct vt_ctx *c)
 	close(keeper);
 }
 
+/* ---- what the link carries ---- */
+
+/*
+ * capture_none, capture_gcm_aes_128, capture_chacha20_poly1305: same key,
+ * auth 1, net.visock.transform 0 on both hosts; the client's socket and
+ * the server's listener ask for the transform with VISOCK_TRANSFORM
+ * (none: not set).  The client streams CAP_BYTES of a marker text that
+ * names the transform, the server checks every byte; both ends say RDMA
+ * with that vi_xform.  Around the connection the client sends a datagram
+ * to the server's UDP port CAP_BEACON_PORT:
+ *
+ *	visock-capture begin TEST TRANSFORM MARKER-IN-HEX BYTES
+ *	visock-capture end TEST
+ *
+ * the first before connect(), the second once the server has all bytes.
+ * The datagrams carry the marker in hex only, so the marker itself is on
+ * the link only where the stream carries it.  On its own a test checks
+ * the stream; with the link captured (vm.sh run --capture),
+ * tools/testing/vm/capture-check.py checks the capture: the marker of
+ * capture_none in the RoCE payloads between its datagrams, the AEADs'
+ * markers nowhere in the capture while their RoCE packets between the
+ * datagrams carry at least BYTES (tools/testing/check-capture.sh).
+ */
+#define CAP_BYTES	(256 * 1024)
+#define CAP_BEACON_PORT	7796
+#define CAP_MARKER_MAX	128
+
+/* The marker text of transform @x, repeated through the stream. */
+static size_t cap_marker(char *buf, size_t size, int x)
+{
+	int n = snprintf(buf, size,
+			 "<VISOCK-CAPTURE-MARKER:%s:The quick brown fox jumps over the lazy dog.>",
+			 xform_names[x]);
+
+	vt_assert(n > 0 && (size_t)n < size, "marker too long");
+	return (size_t)n;
+}
+
+/* Client: one datagram to the server's CAP_BEACON_PORT. */
+static void cap_beacon(struct vt_ctx *c, const char *text)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(CAP_BEACON_PORT),
+	};
+	int fd;
+
+	vt_assert(inet_pton(AF_INET, c->peer, &sin.sin_addr) == 1,
+		  "peer address %s", c->peer);
+	fd = vt_try(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0),
+		    "socket(AF_INET, SOCK_DGRAM)");
+	vt_try(sendto(fd, text, strlen(text), 0, (struct sockaddr *)&sin,
+		      sizeof(sin)), "sendto (capture datagram)");
+	close(fd);
+}
+
+static void capture_stream(struct vt_ctx *c, int x)
+{
+	static uint8_t buf[CAP_BYTES];
+	char marker[CAP_MARKER_MAX], text[2 * CAP_MARKER_MAX + 128], what[64];
+	size_t mlen, i, off;
+	int fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	hu_sysctl_set("transform", 0);
+	mlen = cap_marker(marker, sizeof(marker), x);
+	snprintf(what, sizeof(what), "%s, %s",
+		 vt_is_client(c) ? "client" : "server", c->test->name);
+	if (vt_is_client(c)) {
+		off = (size_t)snprintf(text, sizeof(text),
+				       "visock-capture begin %s %s ",
+				       c->test->name, xform_names[x]);
+		for (i = 0; i < mlen; i++)
+			off += (size_t)snprintf(text + off, sizeof(text) - off,
+						"%02x", (uint8_t)marker[i]);
+		snprintf(text + off, sizeof(text) - off, " %d", CAP_BYTES);
+		cap_beacon(c, text);
+	}
+	for (i = 0; i < CAP_BYTES; i++)
+		buf[i] = (uint8_t)marker[i % mlen];
+	fd = xform_opt_pair(c, x);
+	if (vt_is_client(c)) {
+		su_write_all(fd, buf, CAP_BYTES);
+	} else {
+		memset(buf, 0, CAP_BYTES);
+		su_read_all(fd, buf, CAP_BYTES);
+		for (i = 0; i < CAP_BYTES; i++)
+			if (buf[i] != (uint8_t)marker[i % mlen])
+				vt_fail("%s: byte %zu is %#x, expected %#x",
+					what, i, buf[i],
+					(uint8_t)marker[i % mlen]);
+	}
+	xform_expect(fd, x, what);
+	vt_sync(c, "received");
+	if (vt_is_client(c)) {
+		snprintf(text, sizeof(text), "visock-capture end %s",
+			 c->test->name);
+		cap_beacon(c, text);
+	}
+	close(fd);
+}
+
+static void capture_none(struct vt_ctx *c)
+{
+	capture_stream(c, 0);
+}
+
+static void capture_gcm_aes_128(struct vt_ctx *c)
+{
+	capture_stream(c, 1);
+}
+
+static void capture_chacha20_poly1305(struct vt_ctx *c)
+{
+	capture_stream(c, XF_CHACHA);
+}
+
 #define T(fn, tmo, d)	{ #fn, fn, fn, tmo, d }
 
 static const struct vt_test tests[] = {
@@ -4050,6 +4170,12 @@ static const struct vt_test tests[] = {
 	  "every transform, 64 records a key: keys change, the stream is intact"),
 	T(xform_rekey_late, 300,
 	  "a key change missing where the receiver requires it: reset"),
+	T(capture_none, 120,
+	  "no transform: the marker stream on RDMA, between capture datagrams"),
+	T(capture_gcm_aes_128, 120,
+	  "gcm-aes-128: the marker stream sealed, between capture datagrams"),
+	T(capture_chacha20_poly1305, 120,
+	  "chacha20-poly1305: the marker stream sealed, between capture datagrams"),
 };
 
 /*
