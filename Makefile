@@ -9,6 +9,7 @@
 #   make check-fleet          cross-host kselftests between 6.1/6.12 and 7.3 hosts
 #   make check-multi          one host and three peer hosts at once (4 guests)
 #   make check-interop        this release against v0.1.0 on the bed, live upgrade
+#   make check-capture        the link captured: a stream clear, then sealed
 #   make demo                 two emulated hosts talking over visock
 #   make bench                TCP/visock/SMC-R/rsocket/verbs numbers on the emulated hosts
 #   make install              install the module and the tools
@@ -24,7 +25,7 @@ TESTING	:= tools/testing
 VERSION	:= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 
 .PHONY: all tools modules modules-clean clean install modules_install check check-quick demo \
-	check-debug check-fleet check-multi check-interop debug-kernel \
+	check-debug check-fleet check-multi check-interop check-capture debug-kernel \
 	bench checkpatch kunit vm-test selftests dkms-check modules-testbed
 
 all: modules tools
@@ -117,6 +118,13 @@ check-multi:
 # module build and one boot of the bed, about 5 minutes).
 check-interop:
 	$(TESTING)/check-interop.sh
+
+# Part of check (per kernel): the bed with its link captured, a marker
+# text streamed without a transform and with gcm-aes-128 and
+# chacha20-poly1305, and the capture searched for it
+# (tools/testing/check-capture.sh).  KERNEL=6.1|6.12 (default 6.12).
+check-capture: modules-testbed selftests tools
+	$(TESTING)/check-capture.sh $(or $(KERNEL),6.12)
 
 debug-kernel:
 	$(TESTING)/debug-kernel.sh build

@@ -12,8 +12,8 @@
 #   3. dkms add + build for 6.1 and 6.12 (private DKMS tree)
 #   4. KUnit suites in a UML kernel (linux-source-6.12)
 #   5. make demo and a short make bench from a copy of the tree in /tmp
-#   6. the kselftests and the peer kill test on two QEMU guests with
-#      Soft-RoCE, per kernel
+#   6. the kselftests, the peer kill test and the link capture on two
+#      QEMU guests with Soft-RoCE, per kernel
 #
 # Installs what it needs first (tools/testing/deps.sh).  Each stage
 # writes KTAP-style results; the last line is "N passed, N failed, N
@@ -21,8 +21,9 @@
 #
 # Environment:
 #   VISOCK_CHECK_KERNELS   kernels to boot (default "6.1 6.12")
-#   VISOCK_CHECK_SKIP      stages to leave out, e.g. "kunit dkms demo" (the
-#                          closing line then says what was left out)
+#   VISOCK_CHECK_SKIP      stages to leave out, e.g. "kunit dkms demo
+#                          capture" (the closing line then says what was
+#                          left out)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -206,6 +207,33 @@ for k in $KERNELS; do
 		result 1 "peer kill $kver (no output)"
 	fi
 	result $rc "peer kill bed $kver (job finished, kernel logs clean)"
+done
+
+# The link captured while a marker text streams over RDMA without a
+# transform and with two AEADs (tools/testing/check-capture.sh): the
+# guests' KTAP and the capture checker's, one result each.
+for k in $KERNELS; do
+	stage_wanted capture || break
+	kver=$("$T/vm/vm.sh" kver "$k")
+	banner "link capture on two guests, kernel $kver"
+	res="$ROOT/build/vm-results/$kver-capture"
+	VISOCK_RESULTS_DIR=$res "$T/check-capture.sh" "$k" \
+		>"$OUT/capture-$k.log" 2>&1
+	rc=$?
+	grep -v '^\[[ab]\] #' "$OUT/capture-$k.log" | tail -20
+	for h in a b; do
+		if [ -f "$res/$h/console.log" ]; then
+			count_ktap "$res/$h/console.log" "capture kselftests $kver host $h"
+		else
+			result 1 "capture kselftests $kver host $h (no output)"
+		fi
+	done
+	if [ -s "$res/capture.ktap" ]; then
+		count_ktap "$res/capture.ktap" "link capture $kver"
+	else
+		result 1 "link capture $kver (no checker output)"
+	fi
+	result $rc "link capture bed $kver (bed and checker passed)"
 done
 
 # A short digest of the first kernel splat of each guest log, printed
