@@ -60,6 +60,7 @@
  * @rx_off: bytes of @rx_plain already delivered (likewise)
  * @sealed: records sealed
  * @opened: records opened
+ * @failed: a record did not open: none is opened again (lock_sock())
  */
 struct visock_dp_rec {
 	struct visock_rec_ctx tx;
@@ -71,6 +72,7 @@ struct visock_dp_rec {
 	u32 rx_off;
 	u64 sealed;
 	u64 opened;
+	bool failed;
 };
 
 /* Largest payload of a record in a ring of @ring bytes. */
@@ -318,13 +320,15 @@ u32 visock_dp_rec_pending_locked(const struct visock_dp *dp)
 
 /*
  * The record at the consumer cursor did not open: count it, reset the
- * connection.  No byte of it was delivered.
+ * connection.  No byte of it was delivered.  It stays where it is, so
+ * later reads must not open it again (@failed): counted once.
  */
 static void visock_dp_rec_bad(struct visock_dp *dp, int err)
 {
 	struct visock_sock *vsk = dp->vsk;
 	unsigned int wake = 0;
 
+	dp->rec->failed = true;
 	atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_failed);
 	spin_lock_bh(&dp->lock);
 	visock_dp_fail_locked(dp, ECONNRESET, true, "record not authentic",
@@ -340,7 +344,7 @@ static void visock_dp_rec_bad(struct visock_dp *dp, int err)
  * Copies the record at the consumer cursor out of the ring, opens it
  * into the plaintext buffer and only then consumes it from the ring
  * (which may let the peer write there again).  A record that does not
- * open resets the connection.
+ * open resets the connection; every later call fails at once.
  *
  * Context: process context, under lock_sock(), without @dp->lock; may
  * sleep.
@@ -362,6 +366,10 @@ int visock_dp_rec_fill(struct visock_dp *dp)
 		ret = r->rx_len - r->rx_off;
 		spin_unlock_bh(&dp->lock);
 		return ret;
+	}
+	if (r->failed) {
+		spin_unlock_bh(&dp->lock);
+		return -ECONNRESET;
 	}
 	whole = visock_dp_rec_whole_locked(dp);
 	off = dp->rx_cons.count;
