@@ -79,6 +79,8 @@
  * @auth_ok: handshakes authenticated with a pre-shared key
  * @auth_failed: handshake messages whose MAC did not verify or that
  *	named a key this side does not hold
+ * @rec_auth_failed: records of the data path that did not open (tag,
+ *	header, length or sequence number); also counted in @auth_failed
  * @auth_missing: handshakes not authenticated where net.visock.auth
  *	required it (no key here, none offered by the peer, a lazy switch)
  * @xform: net.visock.transform, enum visock_xform new connections offer
@@ -162,6 +164,7 @@ struct visock_net {
 	int auth;
 	atomic64_t auth_ok;
 	atomic64_t auth_failed;
+	atomic64_t rec_auth_failed;
 	atomic64_t auth_missing;
 	int xform;
 	int xform_require;

@@ -101,6 +101,8 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 		   (long long)atomic64_read(&vn->auth_failed));
 	seq_printf(seq, "hs_auth_missing %lld\n",
 		   (long long)atomic64_read(&vn->auth_missing));
+	seq_printf(seq, "rec_auth_failed %lld\n",
+		   (long long)atomic64_read(&vn->rec_auth_failed));
 	return 0;
 }
 

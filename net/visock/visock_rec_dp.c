@@ -330,6 +330,7 @@ static void visock_dp_rec_bad(struct visock_dp *dp, int err)
 
 	dp->rec->failed = true;
 	atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_failed);
+	atomic64_inc(&visock_net(sock_net(&vsk->sk))->rec_auth_failed);
 	spin_lock_bh(&dp->lock);
 	visock_dp_fail_locked(dp, ECONNRESET, true, "record not authentic",
 			      err, &wake);
