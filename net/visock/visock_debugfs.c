@@ -69,6 +69,27 @@
  *	MiB changes keys many times.  A connection without key updates (a
  *	peer that did not announce them) ends at that many records.
  *
+ * forge_token, forge_write, forge_posted, forge_done, forge_status
+ *	(the last three read only): an RDMA WRITE forged into the peer's
+ *	ring, as by an attacker on the path who saw the ring's key in the
+ *	handshake and a WRITE of the connection on the wire.  Write a
+ *	connection's local token (VISOCK_INFO vi_local_token) to
+ *	forge_token, then a byte count (1 to VISOCK_TEST_FORGE_MAX) to
+ *	forge_write: at the end of that connection's next sendmsg() that
+ *	leaves nothing unposted, one RDMA WRITE WITH IMMEDIATE goes
+ *	through the connection's queue pair with the peer's ring key and
+ *	address to where the connection's next byte would land, its
+ *	immediate naming the peer's connection and counting the forged
+ *	bytes; the connection's own cursors do not move.  The bytes are
+ *	that many of the marker "FORGED!\n" repeated, or, when the
+ *	connection has a transform, a record of them: a header with the
+ *	next sequence number and an all-zero tag.  forge_write goes back
+ *	to 0 and forge_posted counts up once it was posted; when it
+ *	completes, forge_status is its completion status (enum
+ *	ib_wc_status) and forge_done counts up.  Without a transform the
+ *	peer delivers the marker; with one it must reset the connection
+ *	(rec_auth_failed).
+ *
  * socks (read only): one line per visock sock of every namespace that
  *	still exists, closed or not (visock_diag_show_all()); what holds
  *	the module when rmmod says it is in use.
@@ -96,6 +117,11 @@ u32 visock_test_stale_old_rkey;
 u32 visock_test_stale_new_rkey;
 u32 visock_test_sw_delay_ms;
 u32 visock_test_rekey_records;
+u32 visock_test_forge_token;
+u32 visock_test_forge_write;
+u32 visock_test_forge_posted;
+u32 visock_test_forge_done;
+u32 visock_test_forge_status;
 
 static struct dentry *visock_debugfs_dir;
 
@@ -144,6 +170,16 @@ void visock_debugfs_init(void)
 			   &visock_test_sw_delay_ms);
 	debugfs_create_u32("rekey_records", 0600, visock_debugfs_dir,
 			   &visock_test_rekey_records);
+	debugfs_create_u32("forge_token", 0600, visock_debugfs_dir,
+			   &visock_test_forge_token);
+	debugfs_create_u32("forge_write", 0600, visock_debugfs_dir,
+			   &visock_test_forge_write);
+	debugfs_create_u32("forge_posted", 0400, visock_debugfs_dir,
+			   &visock_test_forge_posted);
+	debugfs_create_u32("forge_done", 0400, visock_debugfs_dir,
+			   &visock_test_forge_done);
+	debugfs_create_u32("forge_status", 0400, visock_debugfs_dir,
+			   &visock_test_forge_status);
 	debugfs_create_file("socks", 0400, visock_debugfs_dir, NULL,
 			    &visock_socks_fops);
 	visock_fault_debugfs_init(visock_debugfs_dir);

@@ -46,6 +46,21 @@ enum {
 	VISOCK_TEST_CDC_MAX = VISOCK_TEST_CDC_BAD_CREDITS,
 };
 
+/*
+ * Forged RDMA WRITE (debugfs forge_write, test only): the connection
+ * whose local token is visock_test_forge_token writes that many bytes of
+ * VISOCK_TEST_FORGE_MARKER (a record of them with a transform) into the
+ * peer's ring behind its own cursors.
+ */
+#define VISOCK_TEST_FORGE_MAX		1024
+#define VISOCK_TEST_FORGE_MARKER	"FORGED!\n"
+
+extern u32 visock_test_forge_token;
+extern u32 visock_test_forge_write;
+extern u32 visock_test_forge_posted;
+extern u32 visock_test_forge_done;
+extern u32 visock_test_forge_status;
+
 extern u32 visock_test_cdc_inject;
 extern u32 visock_test_cdc_token;
 extern u32 visock_test_cdc_injected;

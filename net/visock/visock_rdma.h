@@ -341,6 +341,8 @@ int visock_dp_rec_init(struct visock_dp *dp, struct visock_auth_conn *a,
 void visock_dp_rec_free(struct visock_dp *dp);
 u32 visock_dp_rec_overhead(const struct visock_dp *dp);
 u32 visock_dp_rec_need(const struct visock_dp *dp, size_t left);
+void visock_dp_rec_forge(const struct visock_dp *dp, const u8 *payload,
+			 u32 len, u8 *out);
 int visock_dp_rec_send(struct visock_dp *dp, u32 off, u32 space,
 		       size_t left, struct msghdr *msg, u32 *wire, u32 *want);
 u32 visock_dp_rec_ready_locked(const struct visock_dp *dp);

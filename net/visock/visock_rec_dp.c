@@ -259,6 +259,36 @@ int visock_dp_rec_send(struct visock_dp *dp, u32 off, u32 space,
 	return got;
 }
 
+/**
+ * visock_dp_rec_forge() - a record as an attacker would write it
+ * @dp: data path state with records
+ * @payload: the record's payload
+ * @len: its length, at most the sending direction's largest payload
+ * @out: visock_dp_rec_overhead() + @len bytes: the record
+ *
+ * Test hook forge_write (visock_debugfs.c): what an attacker who saw
+ * the connection's records on the wire writes next: a well-formed header
+ * (this direction's transform, flags and next sequence number), the
+ * payload in the clear and an all-zero tag, since it has no key.
+ *
+ * Context: under lock_sock().
+ */
+void visock_dp_rec_forge(const struct visock_dp *dp, const u8 *payload,
+			 u32 len, u8 *out)
+{
+	const struct visock_rec_ctx *c = &dp->rec->tx;
+	struct visock_rec_hdr h = {
+		.xform = c->xf->id,
+		.flags = c->xf->integrity_only ? VISOCK_REC_F_PLAIN : 0,
+		.len = len,
+		.seq = c->seq,
+	};
+
+	visock_rec_hdr_encode(&h, out);
+	memcpy(out + VISOCK_REC_HDR_LEN, payload, len);
+	memset(out + VISOCK_REC_HDR_LEN + len, 0, c->xf->tag_size);
+}
+
 /*
  * Length of the record that starts at the consumer cursor if all of it
  * is in the ring (its header's length, unchecked but bounded), or 0.

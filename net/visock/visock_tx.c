@@ -52,9 +52,11 @@
  */
 #include <linux/jiffies.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/uio.h>
 #include <net/sock.h>
 
+#include "visock_debugfs.h"
 #include "visock_rdma.h"
 
 
@@ -267,6 +269,63 @@ static size_t visock_tx_copy(struct visock_dp *dp, u32 off, u32 n,
 	return got;
 }
 
+/*
+ * Test hook forge_write (visock_debugfs.c): once everything this
+ * connection wrote is posted, one forged WRITE of the marker (a record
+ * of it with a transform) to where the next byte would land.  Neither
+ * the cursors nor the credits move: the peer is not told by us.  Under
+ * lock_sock(), so no sendmsg() copies into the free part of the send
+ * buffer that the forged bytes go through.
+ */
+static void visock_tx_test_forge(struct visock_dp *dp)
+{
+	static const char marker[] = VISOCK_TEST_FORGE_MARKER;
+	u32 n = READ_ONCE(visock_test_forge_write), wire, off, imm, i;
+	u8 *payload, *buf;
+	int err;
+
+	if (!n || n > VISOCK_TEST_FORGE_MAX ||
+	    dp->local_token != READ_ONCE(visock_test_forge_token))
+		return;
+	lockdep_assert_held(&dp->vsk->sk.sk_lock);
+	wire = n + (dp->rec ? visock_dp_rec_overhead(dp) : 0);
+	payload = kmalloc(n, GFP_KERNEL);
+	buf = kmalloc(wire, GFP_KERNEL);
+	if (!payload || !buf)
+		goto out;
+	for (i = 0; i < n; i++)
+		payload[i] = marker[i % (sizeof(marker) - 1)];
+	if (dp->rec)
+		visock_dp_rec_forge(dp, payload, n, buf);
+	else
+		memcpy(buf, payload, n);
+	if (visock_imm_encode(dp->peer_token & VISOCK_TOKEN_IDX_MASK, wire, 0,
+			      &imm))
+		goto out;
+
+	spin_lock_bh(&dp->lock);
+	off = dp->tx_written.count;
+	/* Else it stays armed for a later sendmsg(). */
+	if (dp->state != VISOCK_DP_LIVE || dp->sw_pending ||
+	    visock_dp_unsent(dp) || visock_tx_space_locked(dp) < wire ||
+	    wire > dp->tx_size - off ||
+	    cmpxchg(&visock_test_forge_write, n, 0) != n) {
+		spin_unlock_bh(&dp->lock);
+		goto out;
+	}
+	memcpy(dp->sbuf + off, buf, wire);
+	err = visock_vc_test_forge(dp->vc, off, wire, cpu_to_be32(imm));
+	if (err)
+		WRITE_ONCE(visock_test_forge_write, n);
+	else
+		WRITE_ONCE(visock_test_forge_posted,
+			   READ_ONCE(visock_test_forge_posted) + 1);
+	spin_unlock_bh(&dp->lock);
+out:
+	kfree(payload);
+	kfree(buf);
+}
+
 /**
  * visock_tx_sendmsg() - sendmsg() of a connection in RDMA mode
  * @vsk: socket
@@ -375,6 +434,8 @@ int visock_tx_sendmsg(struct visock_sock *vsk, struct msghdr *msg,
 	spin_lock_bh(&dp->lock);
 	dp->tx_blocked = false;
 	spin_unlock_bh(&dp->lock);
+	if (unlikely(READ_ONCE(visock_test_forge_write)))
+		visock_tx_test_forge(dp);
 	release_sock(sk);
 
 	if (copied)

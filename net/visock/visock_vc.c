@@ -1011,6 +1011,59 @@ static void visock_vc_test_stale_write(struct visock_vc *l)
 		WRITE_ONCE(visock_test_stale_write, 1);
 }
 
+/* The forged WRITE of debugfs forge_write; one at a time. */
+static struct visock_vc_forge {
+	struct ib_cqe cqe;
+	struct visock_vc *l;
+	unsigned long busy;
+} visock_vc_forge;
+
+static void visock_vc_forge_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct visock_vc *l = visock_vc_forge.l;
+
+	WRITE_ONCE(visock_test_forge_status, wc->status);
+	WRITE_ONCE(visock_test_forge_done, visock_test_forge_done + 1);
+	clear_bit_unlock(0, &visock_vc_forge.busy);
+	/* Last: @l may go as soon as nothing is outstanding. */
+	visock_vc_wc_done(l, wc);
+}
+
+/**
+ * visock_vc_test_forge() - post a forged WRITE into the peer's ring
+ * @l: a connected vc
+ * @off: offset in the send buffer and in the peer's ring; the range
+ *	must not wrap
+ * @len: bytes, already in the send buffer at @off
+ * @imm: immediate data for the peer's receive completion
+ *
+ * Test hook forge_write (visock_debugfs.c): one RDMA WRITE WITH
+ * IMMEDIATE with the peer's ring key, as an attacker on the path would
+ * post it; its completion only updates the hook's counters.  One forged
+ * WRITE is in flight at a time.
+ *
+ * Context: process or softirq context.
+ * Return: 0, -EBUSY while the last one is in flight, -EINVAL for a
+ * range that wraps, or an error of visock_vc_post_write().
+ */
+int visock_vc_test_forge(struct visock_vc *l, u32 off, u32 len, __be32 imm)
+{
+	int n;
+
+	if (!len || off >= l->peer.size || len > l->peer.size - off)
+		return -EINVAL;
+	if (test_and_set_bit_lock(0, &visock_vc_forge.busy))
+		return -EBUSY;
+	visock_vc_forge.cqe.done = visock_vc_forge_done;
+	visock_vc_forge.l = l;
+	n = visock_vc_post_write(l, off, len, imm, &visock_vc_forge.cqe);
+	if (n < 0) {
+		clear_bit_unlock(0, &visock_vc_forge.busy);
+		return n;
+	}
+	return 0;
+}
+
 /**
  * visock_vc_post_write() - RDMA WRITE a range of the send buffer
  * @l: a connected vc

@@ -116,6 +116,7 @@ int visock_vc_post_ctrl(struct visock_vc *l, unsigned int idx, u32 len,
 			struct ib_cqe *cqe);
 int visock_vc_post_write(struct visock_vc *l, u32 off, u32 len,
 			 __be32 imm, struct ib_cqe *cqe);
+int visock_vc_test_forge(struct visock_vc *l, u32 off, u32 len, __be32 imm);
 
 struct visock_diag_link;
 void visock_vc_diag(struct visock_vc *l, struct visock_diag_link *d);
