@@ -2649,6 +2649,8 @@ static void psk_cleanup(const struct vt_ctx *c)
 	hu_sysctls_restore(psk_saved, ARRAY_SIZE(psk_saved));
 	if (hu_write_ll(HU_DEBUGFS_DIR "rekey_records", 0) && errno != ENOENT)
 		vt_diag("resetting rekey_records: %s", strerror(errno));
+	if (hu_write_ll(HU_DEBUGFS_DIR "forge_write", 0) && errno != ENOENT)
+		vt_diag("disarming forge_write: %s", strerror(errno));
 	if (!access(HU_SYSCTL_DIR "auth", F_OK)) {
 		char out[PSK_OUT];
 
@@ -3091,6 +3093,211 @@ static void xform_rekey_late(struct vt_ctx *c)
 	}
 	vt_sync(c, "checked");
 	close(fd);
+}
+
+/*
+ * forged_write      an attacker on the path of a connection that saw its
+ *                   ring's key in the handshake and its WRITEs on the
+ *                   wire: same key, auth 1, both hosts transform @xform.
+ *                   A bystander connection and the victim are set up on
+ *                   the same queue pair; the client sends FW_MSG bytes
+ *                   on the victim, and its forge_write hook then posts
+ *                   one RDMA WRITE WITH IMMEDIATE of FW_LEN bytes of the
+ *                   marker (a record of them with a transform: the next
+ *                   sequence number, an all-zero tag) through the
+ *                   victim's queue pair with the server's ring key, to
+ *                   where the next byte lands.  The server's device must
+ *                   take it (completion status 0); the server reads only
+ *                   then, with both in its ring.  With a transform the
+ *                   server's reader gets the FW_MSG bytes intact, then
+ *                   ECONNRESET, never a byte of the marker;
+ *                   rec_auth_failed counts exactly one record on the
+ *                   server (however often it is read) and none on the
+ *                   client, and the client's end of the victim is reset
+ *                   too.  Without one the reader gets the FW_MSG bytes
+ *                   followed by the marker: what the transform is for.
+ *                   The bystander echoes 256 KiB on RDMA afterwards
+ *                   either way.
+ */
+#define FW_MSG		4096	/* the victim's bytes before the forgery */
+#define FW_LEN		256	/* forged bytes: the marker, repeated */
+#define FW_MARK		"FORGED!\n"
+#define FW_WAIT_MS	10000	/* something the peer owes */
+
+static uint8_t fw_byte(uint32_t i)
+{
+	/* Never the marker's first byte ('F'): it cannot appear by chance. */
+	return (uint8_t)('a' + i % 26);
+}
+
+static long long fw_hook(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HU_DEBUGFS_DIR "%s", name);
+	return hu_read_ll(path);
+}
+
+/* Client: arm the hook on @fd, send FW_MSG bytes, wait for the WRITE. */
+static void fw_forge(int fd)
+{
+	static uint8_t msg[FW_MSG];
+	long long posted0, done0, posted, done, status, armed;
+	struct visock_info vi;
+	uint32_t i;
+
+	for (i = 0; i < FW_MSG; i++)
+		msg[i] = fw_byte(i);
+	hu_get_info(fd, &vi);
+	posted0 = fw_hook("forge_posted");
+	done0 = fw_hook("forge_done");
+	hu_set_ll(HU_DEBUGFS_DIR "forge_token", vi.vi_local_token);
+	hu_set_ll(HU_DEBUGFS_DIR "forge_write", FW_LEN);
+	su_write_all(fd, msg, FW_MSG);
+	for (i = 0; i < FW_WAIT_MS / 5; i++) {
+		if (fw_hook("forge_done") > done0)
+			break;
+		usleep(5000);
+	}
+	armed = fw_hook("forge_write");
+	posted = fw_hook("forge_posted");
+	done = fw_hook("forge_done");
+	status = fw_hook("forge_status");
+	vt_diag("forged WRITE: posted +%lld, done +%lld, status %lld, still armed %lld",
+		posted - posted0, done - done0, status, armed);
+	vt_assert(!armed && posted == posted0 + 1,
+		  "the forged WRITE was not posted (forge_write %lld, forge_posted +%lld)",
+		  armed, posted - posted0);
+	vt_assert(done == done0 + 1 && status == 0,
+		  "the forged WRITE did not complete (done +%lld, status %lld): the server's device refused it",
+		  done - done0, status);
+}
+
+/*
+ * Server: read @fd until FW_MSG + FW_LEN bytes, the end or an error into
+ * @buf; the bytes read, with *@err the errno of a failed read (0 if
+ * none).
+ */
+static size_t fw_read(int fd, uint8_t *buf, int *err)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	*err = 0;
+	while (got < FW_MSG + FW_LEN) {
+		if (!su_poll(fd, POLLIN, FW_WAIT_MS * vt_time_scale)) {
+			*err = ETIMEDOUT;
+			break;
+		}
+		n = recv(fd, buf + got, FW_MSG + FW_LEN - got, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			*err = errno;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	return got;
+}
+
+static void forged_write(struct vt_ctx *c, int xform)
+{
+	static uint8_t buf[FW_MSG + FW_LEN];
+	struct visock_info vi, vi2;
+	long long failed0, failed;
+	size_t got, i;
+	int fd, fd2, err;
+	char ch;
+
+	hu_need_rdma(c);
+	if (vt_is_client(c))
+		vt_assert(hu_debugfs_ready("forge_write"),
+			  "no forge_write test hook in %s", HU_DEBUGFS_DIR);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	hu_sysctl_set("transform", xform);
+	vt_sync(c, "keys set");
+	fd2 = su_pair(c);
+	fd = su_pair(c);
+	xform_expect(fd2, xform, "the bystander");
+	xform_expect(fd, xform, "the victim");
+	hu_get_info(fd, &vi);
+	hu_get_info(fd2, &vi2);
+	vt_assert(vi.vi_local_qpn == vi2.vi_local_qpn,
+		  "the victim is on QP %u, the bystander on QP %u",
+		  vi.vi_local_qpn, vi2.vi_local_qpn);
+	failed0 = hu_proc("rec_auth_failed");
+	vt_sync(c, "pair up");
+
+	if (vt_is_client(c)) {
+		fw_forge(fd);
+		vt_sync(c, "forged");
+	} else {
+		/* Both records in the ring before the first read. */
+		vt_sync(c, "forged");
+		got = fw_read(fd, buf, &err);
+		vt_diag("%s: the server read %zu bytes, then %s",
+			xform_names[xform], got,
+			err ? strerror(err) : "nothing more");
+		for (i = 0; i < got && i < FW_MSG; i++)
+			vt_assert(buf[i] == fw_byte(i),
+				  "byte %zu is %#x, expected %#x", i, buf[i],
+				  fw_byte(i));
+		if (xform) {
+			vt_assert(got == FW_MSG && err == ECONNRESET,
+				  "%s: %zu bytes read, then %s: expected %d, then ECONNRESET",
+				  xform_names[xform], got,
+				  err ? strerror(err) : "no error", FW_MSG);
+			vt_assert(!memmem(buf, got, FW_MARK, strlen(FW_MARK)),
+				  "a forged byte was delivered");
+		} else {
+			vt_assert(got == FW_MSG + FW_LEN,
+				  "no transform: %zu bytes read (%s), expected %d with the forged ones",
+				  got, err ? strerror(err) : "no error",
+				  FW_MSG + FW_LEN);
+			for (i = 0; i < FW_LEN; i++)
+				vt_assert(buf[FW_MSG + i] ==
+					  (uint8_t)FW_MARK[i % strlen(FW_MARK)],
+					  "no transform: forged byte %zu is %#x, not the marker",
+					  i, buf[FW_MSG + i]);
+		}
+	}
+	failed = xform && !vt_is_client(c) ?
+		 hu_proc_wait_ge("rec_auth_failed", failed0 + 1, FW_WAIT_MS) :
+		 hu_proc("rec_auth_failed");
+	vt_diag("%s: rec_auth_failed +%lld", vt_is_client(c) ? "client" :
+		"server", failed - failed0);
+	vt_assert(failed == failed0 + (xform && !vt_is_client(c)),
+		  "rec_auth_failed +%lld, expected +%d", failed - failed0,
+		  xform && !vt_is_client(c));
+	if (xform && vt_is_client(c)) {
+		su_wait(fd, POLLIN, "the victim's reset");
+		vt_assert(read(fd, &ch, 1) < 0 && errno == ECONNRESET,
+			  "the client's end of the victim did not get ECONNRESET");
+	}
+	vt_sync(c, "checked");
+	close(fd);
+	psk_echo(c, fd2);
+	xform_expect(fd2, xform, "the bystander after the forgery");
+	vt_sync(c, "bystander checked");
+	close(fd2);
+}
+
+static void forged_write_gcm(struct vt_ctx *c)
+{
+	forged_write(c, 1);
+}
+
+static void forged_write_gmac(struct vt_ctx *c)
+{
+	forged_write(c, 4);
+}
+
+static void forged_write_plain(struct vt_ctx *c)
+{
+	forged_write(c, 0);
 }
 
 static void xform_no_psk(struct vt_ctx *c)
@@ -4176,6 +4383,12 @@ static const struct vt_test tests[] = {
 	  "gcm-aes-128: the marker stream sealed, between capture datagrams"),
 	T(capture_chacha20_poly1305, 120,
 	  "chacha20-poly1305: the marker stream sealed, between capture datagrams"),
+	T(forged_write_gcm, 300,
+	  "gcm-aes-128: a forged RDMA WRITE resets that connection only"),
+	T(forged_write_gmac, 300,
+	  "gmac-aes-128: a forged RDMA WRITE resets that connection only"),
+	T(forged_write_plain, 300,
+	  "no transform: the bytes of a forged RDMA WRITE are delivered"),
 };
 
 /*
