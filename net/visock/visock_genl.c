@@ -536,12 +536,15 @@ static int visock_genl_put_xform(struct sk_buff *skb,
 	    (xf->integrity_only &&
 	     nla_put_flag(skb, VISOCK_XFORM_A_INTEGRITY_ONLY)) ||
 	    visock_put_u64(skb, VISOCK_XFORM_A_MAX_RECORDS, xf->max_records,
-			   VISOCK_XFORM_A_PAD))
+			   VISOCK_XFORM_A_PAD) ||
+	    (xf->comp && nla_put_string(skb, VISOCK_XFORM_A_COMP, xf->comp)))
 		return -EMSGSIZE;
 	if (err)
 		return nla_put_s32(skb, VISOCK_XFORM_A_ERROR, err) ? -EMSGSIZE : 0;
 	if (nla_put_flag(skb, VISOCK_XFORM_A_AVAILABLE) ||
 	    nla_put_string(skb, VISOCK_XFORM_A_DRIVER, d->driver) ||
+	    (xf->comp && nla_put_string(skb, VISOCK_XFORM_A_COMP_DRIVER,
+					d->comp_driver)) ||
 	    nla_put_u32(skb, VISOCK_XFORM_A_PRIORITY, d->priority) ||
 	    (d->hw && nla_put_flag(skb, VISOCK_XFORM_A_HW)) ||
 	    (d->async && nla_put_flag(skb, VISOCK_XFORM_A_ASYNC)))

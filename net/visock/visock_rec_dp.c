@@ -24,6 +24,16 @@
  * chunks mapped into one virtual range, which a scatterlist can only
  * describe chunk by chunk; the staging buffers are linear.
  *
+ * A compressing pair (visock_comp.c) compresses each payload into a
+ * buffer of its own before sealing it, and seals the compressed bytes,
+ * flagged VISOCK_REC_F_COMPRESSED, only when they are shorter; otherwise
+ * the payload goes stored, as with the pair's AEAD alone.  The receiver
+ * opens a flagged record and decompresses it into a second plaintext
+ * buffer of the record's largest payload, which bounds what a compressed
+ * record can expand to: a record that does not decompress within it is
+ * a bad record like one that does not authenticate.  A flagged record on
+ * a pair that does not compress is one too.
+ *
  * When both ends announced key updates, each direction changes its key
  * at the pair's record limit (visock_record.c); debugfs rekey_records
  * lowers that limit for tests.  Without them, a direction that reaches
@@ -34,10 +44,12 @@
  * poll() reads are also written under @dp->lock.
  *
  * The records' state and buffers (about three records' worth: 48 KiB
- * with 64 KiB rings) are the connection's own: charged to the socket's
- * memory cgroup, also when the server's handshake work sets them up
- * (visock_mem.c).  The AEADs' transforms are the crypto API's, which
- * allocates them uncharged.
+ * with 64 KiB rings; five with compression) are the connection's own:
+ * charged to the socket's memory cgroup, also when the server's handshake
+ * work sets them up (visock_mem.c).  The AEADs' and compressors'
+ * transforms are the crypto API's, which allocates them uncharged (a
+ * Zstandard compressor's workspaces are the larger part of a compressing
+ * connection's memory).
  */
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -47,6 +59,7 @@
 #include "visock_auth.h"
 #include "visock_mem.h"
 #include "visock_debugfs.h"
+#include "visock_comp.h"
 #include "visock_record.h"
 
 /**
@@ -58,9 +71,15 @@
  * @rx_plain: the payload of the last record opened
  * @rx_len: bytes in @rx_plain (under @dp->lock and lock_sock())
  * @rx_off: bytes of @rx_plain already delivered (likewise)
+ * @comp: the compressor of a compressing pair (both directions)
+ * @tx_comp: a payload compressed, before it is sealed (compressing pair)
+ * @rx_comp: an opened compressed payload swaps into @rx_plain from here:
+ *	the two are one record's largest payload each (compressing pair)
  * @sealed: records sealed
  * @opened: records opened
  * @failed: a record did not open: none is opened again (lock_sock())
+ * @compressed: records sealed with a compressed payload
+ * @decompressed: records opened with a compressed payload
  */
 struct visock_dp_rec {
 	struct visock_rec_ctx tx;
@@ -70,9 +89,14 @@ struct visock_dp_rec {
 	u8 *rx_plain;
 	u32 rx_len;
 	u32 rx_off;
+	struct visock_comp comp;
+	u8 *tx_comp;
+	u8 *rx_comp;
 	u64 sealed;
 	u64 opened;
 	bool failed;
+	u64 compressed;
+	u64 decompressed;
 };
 
 /* Largest payload of a record in a ring of @ring bytes. */
@@ -118,6 +142,15 @@ static int visock_dp_rec_alloc(struct visock_dp *dp,
 	r->rx_plain = kmalloc(r->rx.max_payload, GFP_KERNEL_ACCOUNT);
 	if (!r->tx_stage || !r->rx_stage || !r->rx_plain)
 		goto err;
+	if (xf->comp) {
+		r->tx_comp = kmalloc(r->tx.max_payload, GFP_KERNEL_ACCOUNT);
+		r->rx_comp = kmalloc(r->rx.max_payload, GFP_KERNEL_ACCOUNT);
+		if (!r->tx_comp || !r->rx_comp)
+			goto err;
+		err = visock_comp_init(&r->comp, xf->comp);
+		if (err)
+			goto err;
+	}
 	dp->rec = r;
 	return 0;
 
@@ -179,6 +212,9 @@ void visock_dp_rec_free(struct visock_dp *dp)
 	dp->rec = NULL;
 	visock_rec_destroy(&r->tx);
 	visock_rec_destroy(&r->rx);
+	visock_comp_destroy(&r->comp);
+	kfree_sensitive(r->tx_comp);
+	kfree_sensitive(r->rx_comp);
 	kfree_sensitive(r->tx_stage);
 	kfree_sensitive(r->rx_stage);
 	kfree_sensitive(r->rx_plain);
@@ -234,22 +270,36 @@ int visock_dp_rec_send(struct visock_dp *dp, u32 off, u32 space,
 {
 	struct visock_dp_rec *r = dp->rec;
 	u32 ovh = visock_rec_overhead(&r->tx);
+	u8 *payload = r->tx_stage + VISOCK_REC_HDR_LEN;
 	struct scatterlist src, dst;
-	u32 got, first;
+	u32 got, first, plen;
+	u8 flags = 0;
 	int len;
 
 	*wire = 0;
 	*want = min_t(size_t, left, min(space - ovh, r->tx.max_payload));
-	got = copy_from_iter(r->tx_stage + VISOCK_REC_HDR_LEN, *want,
-			     &msg->msg_iter);
+	got = copy_from_iter(payload, *want, &msg->msg_iter);
 	if (!got)
 		return 0;
-	/* In place: the payload is encrypted where it is. */
-	sg_init_one(&src, r->tx_stage + VISOCK_REC_HDR_LEN, got);
-	sg_init_one(&dst, r->tx_stage, got + ovh);
-	len = visock_rec_seal(&r->tx, 0, &src, 1, got, &dst, 1, got + ovh);
+	plen = got;
+	/* Only what comes out shorter goes compressed. */
+	len = got > 1 && r->tx_comp ?
+	      visock_comp_compress(&r->comp, payload, got, r->tx_comp,
+				   got - 1) : -EINVAL;
+	if (len > 0) {
+		payload = r->tx_comp;
+		plen = len;
+		flags = VISOCK_REC_F_COMPRESSED;
+	}
+	/* In place for a stored payload: encrypted where it is. */
+	sg_init_one(&src, payload, plen);
+	sg_init_one(&dst, r->tx_stage, plen + ovh);
+	len = visock_rec_seal(&r->tx, flags, &src, 1, plen, &dst, 1,
+			      plen + ovh);
 	if (len < 0)
 		return len;
+	if (flags)
+		r->compressed++;
 	first = min_t(u32, len, dp->tx_size - off);
 	memcpy(dp->sbuf + off, r->tx_stage, first);
 	if (first < len)
@@ -353,7 +403,8 @@ u32 visock_dp_rec_pending_locked(const struct visock_dp *dp)
  * connection.  No byte of it was delivered.  It stays where it is, so
  * later reads must not open it again (@failed): counted once.
  */
-static void visock_dp_rec_bad(struct visock_dp *dp, int err)
+static void visock_dp_rec_bad(struct visock_dp *dp, const char *why,
+			      int err)
 {
 	struct visock_sock *vsk = dp->vsk;
 	unsigned int wake = 0;
@@ -362,10 +413,33 @@ static void visock_dp_rec_bad(struct visock_dp *dp, int err)
 	atomic64_inc(&visock_net(sock_net(&vsk->sk))->auth_failed);
 	atomic64_inc(&visock_net(sock_net(&vsk->sk))->rec_auth_failed);
 	spin_lock_bh(&dp->lock);
-	visock_dp_fail_locked(dp, ECONNRESET, true, "record not authentic",
-			      err, &wake);
+	visock_dp_fail_locked(dp, ECONNRESET, true, why, err, &wake);
 	spin_unlock_bh(&dp->lock);
 	visock_dp_wake(dp, wake);
+}
+
+/*
+ * Decompress the @clen bytes opened into @r->rx_plain; on success the
+ * payload is in @r->rx_plain (the buffers swap), on failure the opened
+ * bytes and whatever the decompressor wrote are wiped.  Returns the
+ * payload's length or an error.  Under lock_sock(), with nothing of
+ * @r->rx_plain pending.
+ */
+static int visock_dp_rec_inflate(struct visock_dp_rec *r, u32 clen)
+{
+	u8 *plain = r->rx_comp;
+	int ret;
+
+	ret = visock_comp_decompress(&r->comp, r->rx_plain, clen, plain,
+				     r->rx.max_payload);
+	memzero_explicit(r->rx_plain, clen);
+	if (ret < 0) {
+		memzero_explicit(plain, r->rx.max_payload);
+		return ret;
+	}
+	r->rx_comp = r->rx_plain;
+	r->rx_plain = plain;
+	return ret;
 }
 
 /**
@@ -417,11 +491,22 @@ int visock_dp_rec_fill(struct visock_dp *dp)
 	sg_init_one(&dst, r->rx_plain, r->rx.max_payload);
 	ret = visock_rec_open(&r->rx, &src, 1, whole, &dst, 1,
 			      r->rx.max_payload, &plen, &flags);
-	if (ret >= 0 && (ret != whole || (flags & VISOCK_REC_F_COMPRESSED)))
+	if (ret >= 0 && (ret != whole ||
+			 ((flags & VISOCK_REC_F_COMPRESSED) && !r->rx_comp)))
 		ret = -EPROTO;
 	if (ret < 0) {
-		visock_dp_rec_bad(dp, ret);
+		visock_dp_rec_bad(dp, "record not authentic", ret);
 		return -ECONNRESET;
+	}
+	if (flags & VISOCK_REC_F_COMPRESSED) {
+		ret = visock_dp_rec_inflate(r, plen);
+		if (ret < 0) {
+			visock_dp_rec_bad(dp, "record does not decompress",
+					  ret);
+			return -ECONNRESET;
+		}
+		plen = ret;
+		r->decompressed++;
 	}
 	r->opened++;
 	spin_lock_bh(&dp->lock);
@@ -467,7 +552,8 @@ u32 visock_dp_rec_copy(struct visock_dp *dp, u32 skip, u32 n,
  * visock_dp_rec_query() - record counters of a connection
  * @dp: data path state
  * @info: its vi_rec_* fields are set (records sealed and opened, key
- *	changes of each direction); left alone without records
+ *	changes of each direction, records compressed and decompressed);
+ *	left alone without records
  *
  * Context: under @dp->lock or lock_sock().
  */
@@ -482,4 +568,6 @@ void visock_dp_rec_query(const struct visock_dp *dp,
 	info->vi_rec_opened = r->opened;
 	info->vi_rec_tx_rekeys = r->tx.epoch;
 	info->vi_rec_rx_rekeys = r->rx.epoch;
+	info->vi_rec_compressed = r->compressed;
+	info->vi_rec_decompressed = r->decompressed;
 }

@@ -8,6 +8,16 @@
  * empty plaintext: the whole record is associated data, so the tag
  * authenticates it without encrypting it.
  *
+ * The compressing pairs are an AEAD that encrypts, preceded by a
+ * compressor of the crypto API's acomp interface (LZ4 or Zstandard): the
+ * record layer compresses a payload when that shrinks it and then seals
+ * it, so every record stays encrypted and authenticated.  A host runs
+ * such a pair only if it has both algorithms.  Compression is only ever
+ * offered or chosen for a connection that asks for a compressing pair:
+ * how well a record compresses shows in its length, which an observer of
+ * the encrypted stream sees, so it is not something to turn on for an
+ * application that did not ask.
+ *
  * The only state is which pairs this host can run (visock_xform_init());
  * a caller allocates a keyed AEAD with visock_xform_alloc() and frees it
  * with visock_xform_free().
@@ -19,6 +29,7 @@
 #include <linux/kernel.h>
 #include <linux/string.h>
 
+#include "visock_comp.h"
 #include "visock_xform.h"
 
 /*
@@ -71,6 +82,24 @@ static const struct visock_xform_info visock_xforms[] = {
 		.key_size = 32,
 		.tag_size = VISOCK_XFORM_TAG_LEN,
 		.integrity_only = true,
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_LZ4_AES128_GCM,
+		.name = "lz4-gcm-aes-128",
+		.alg = "gcm(aes)",
+		.key_size = 16,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.comp = "lz4",
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_ZSTD_AES128_GCM,
+		.name = "zstd-gcm-aes-128",
+		.alg = "gcm(aes)",
+		.key_size = 16,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.comp = "zstd",
 		.max_records = VISOCK_XFORM_GCM_RECORDS,
 	},
 };
@@ -161,18 +190,29 @@ void visock_xform_free(struct crypto_aead *tfm)
  * CE) count as software, as they run on the CPU.  @d->driver names the
  * implementation, which is the reliable answer for an operator.
  *
+ * A compressing pair also allocates its compressor once:
+ * @d->comp_driver names that implementation.
+ *
  * Context: process context, may sleep.
  * Return: 0, -EINVAL for an unknown @id, or the error of
- * crypto_alloc_aead() (-ENOENT: no implementation on this host).
+ * crypto_alloc_aead() or crypto_alloc_acomp() (-ENOENT: no
+ * implementation on this host).
  */
 int visock_xform_probe(unsigned int id, struct visock_xform_desc *d)
 {
 	const struct visock_xform_info *xf = visock_xform_get(id);
+	char comp[CRYPTO_MAX_ALG_NAME] = "";
 	struct crypto_aead *tfm;
 	struct crypto_alg *alg;
+	int err;
 
 	if (!xf)
 		return -EINVAL;
+	if (xf->comp) {
+		err = visock_comp_driver(xf->comp, comp, sizeof(comp));
+		if (err)
+			return err;
+	}
 	tfm = crypto_alloc_aead(xf->alg, 0, 0);
 	if (IS_ERR(tfm))
 		return PTR_ERR(tfm);
@@ -180,6 +220,7 @@ int visock_xform_probe(unsigned int id, struct visock_xform_desc *d)
 	memset(d, 0, sizeof(*d));
 	d->info = xf;
 	strscpy(d->driver, crypto_aead_driver_name(tfm), sizeof(d->driver));
+	strscpy(d->comp_driver, comp, sizeof(d->comp_driver));
 	d->priority = alg->cra_priority;
 	d->hw = !!(alg->cra_flags & CRYPTO_ALG_KERN_DRIVER_ONLY);
 	d->async = !!(alg->cra_flags & CRYPTO_ALG_ASYNC);
@@ -236,7 +277,9 @@ void visock_xform_init(void)
 
 	for (i = 0; i < ARRAY_SIZE(visock_xforms); i++)
 		if (crypto_has_alg(visock_xforms[i].alg, CRYPTO_ALG_TYPE_AEAD,
-				   CRYPTO_ALG_TYPE_MASK))
+				   CRYPTO_ALG_TYPE_MASK) &&
+		    (!visock_xforms[i].comp ||
+		     visock_comp_has(visock_xforms[i].comp)))
 			ok |= BIT(visock_xforms[i].id);
 	WRITE_ONCE(visock_xform_ok, ok);
 	/* Pairs with the READ_ONCE() in visock_xform_usable(). */
@@ -254,6 +297,18 @@ static bool visock_xform_usable(const struct visock_xform_info *xf)
 	return READ_ONCE(visock_xform_ok) & BIT(xf->id);
 }
 
+/*
+ * May a connection configured for @p use @xf instead: it protects at
+ * least as much (an integrity-only pair only instead of one), and it
+ * compresses only if @p does.
+ */
+static bool visock_xform_acceptable(const struct visock_xform_info *p,
+				    const struct visock_xform_info *xf)
+{
+	return (!xf->integrity_only || p->integrity_only) &&
+	       (!xf->comp || p->comp);
+}
+
 /**
  * visock_xform_offer() - the pairs a client offers
  * @pref: the pair it is configured for (enum visock_xform); NONE offers
@@ -263,7 +318,8 @@ static bool visock_xform_usable(const struct visock_xform_info *xf)
  *
  * @pref first, then every other pair this host can run that protects at
  * least as much: with an AEAD that encrypts, only such AEADs; with an
- * integrity-only pair, all of them.
+ * integrity-only pair, all of them.  Compressing pairs are only offered
+ * with a compressing @pref (visock_xform_acceptable()).
  *
  * Context: process context, may sleep (may load a crypto module).
  * Return: entries written to @offer, 0 if there is nothing to offer
@@ -281,7 +337,7 @@ unsigned int visock_xform_offer(unsigned int pref, u8 *offer,
 	for (i = 0; i < ARRAY_SIZE(visock_xforms) && cnt < n; i++) {
 		const struct visock_xform_info *xf = &visock_xforms[i];
 
-		if (xf == p || (xf->integrity_only && !p->integrity_only) ||
+		if (xf == p || !visock_xform_acceptable(p, xf) ||
 		    !visock_xform_usable(xf))
 			continue;
 		offer[cnt++] = xf->id;
@@ -298,7 +354,8 @@ unsigned int visock_xform_offer(unsigned int pref, u8 *offer,
  *
  * @pref if the client offered it, else the client's first offered pair
  * that this host knows, can run and that protects at least as much as
- * @pref (an integrity-only pair only if @pref is one).
+ * @pref (an integrity-only pair only if @pref is one; a compressing pair
+ * only if @pref compresses).
  *
  * Context: process context, may sleep (may load a crypto module).
  * Return: the chosen pair (enum visock_xform), or VISOCK_XFORM_NONE.
@@ -317,7 +374,7 @@ unsigned int visock_xform_choose(unsigned int pref, const u8 *offer,
 			return p->id;
 	for (i = 0; i < n; i++) {
 		xf = visock_xform_get(offer[i]);
-		if (xf && (!xf->integrity_only || p->integrity_only) &&
+		if (xf && visock_xform_acceptable(p, xf) &&
 		    visock_xform_usable(xf))
 			return xf->id;
 	}

@@ -4,8 +4,9 @@
  *
  * A transform pair is what the sender applies to a record and what the
  * receiver applies to undo and check it.  Every pair is an AEAD of the
- * kernel crypto API; the crypto API picks the implementation (generic C,
- * CPU instructions or an offload driver).
+ * kernel crypto API, some preceded by a compressor of its acomp
+ * interface; the crypto API picks the implementations (generic C, CPU
+ * instructions or an offload driver).
  */
 #ifndef _NET_VISOCK_XFORM_H
 #define _NET_VISOCK_XFORM_H
@@ -29,6 +30,8 @@ struct crypto_aead;
  * @key_size: key length in bytes
  * @tag_size: authentication tag length in bytes (after the payload)
  * @integrity_only: the payload is sent in the clear, only authenticated
+ * @comp: the acomp algorithm that compresses each payload before it is
+ *	sealed (visock_comp.c), or NULL
  * @max_records: records one key may protect; the connection must rekey
  *	before
  */
@@ -39,13 +42,17 @@ struct visock_xform_info {
 	u8 key_size;
 	u8 tag_size;
 	bool integrity_only;
+	const char *comp;
 	u64 max_records;
 };
 
 /**
  * struct visock_xform_desc - a transform pair as this host runs it
  * @info: the static description
- * @driver: the implementation the crypto API picked (its driver name)
+ * @driver: the AEAD implementation the crypto API picked (its driver
+ *	name)
+ * @comp_driver: the compressor's implementation, "" for a pair without
+ *	compression
  * @priority: that implementation's priority in the crypto API
  * @hw: the implementation is an offload driver (see visock_xform_probe())
  * @async: the implementation may complete asynchronously
@@ -53,6 +60,7 @@ struct visock_xform_info {
 struct visock_xform_desc {
 	const struct visock_xform_info *info;
 	char driver[CRYPTO_MAX_ALG_NAME];
+	char comp_driver[CRYPTO_MAX_ALG_NAME];
 	int priority;
 	bool hw;
 	bool async;

@@ -156,6 +156,8 @@ static const struct attr_pol xform_pol[VISOCK_XFORM_A_MAX + 1] = {
 	[VISOCK_XFORM_A_MAX_RECORDS]	= U64,
 	[VISOCK_XFORM_A_AVAILABLE]	= FLAG,
 	[VISOCK_XFORM_A_ERROR]		= U32,
+	[VISOCK_XFORM_A_COMP]		= STR,
+	[VISOCK_XFORM_A_COMP_DRIVER]	= STR,
 };
 
 static const struct attr_pol stats_pol[VISOCK_STATS_A_MAX + 1] = {
@@ -583,7 +585,8 @@ static const char *xform_name(unsigned int x)
 {
 	static const char *const n[] = {
 		"none", "gcm-aes-128", "gcm-aes-256", "chacha20-poly1305",
-		"gmac-aes-128", "gmac-aes-256",
+		"gmac-aes-128", "gmac-aes-256", "lz4-gcm-aes-128",
+		"zstd-gcm-aes-128",
 	};
 
 	return x < ARRAY_SIZE(n) ? n[x] : "unknown";
@@ -841,6 +844,10 @@ static void print_socket(const struct visock_diag_msg *m,
 		printf(",\"tx_rekeys\":%" PRIu64 ",\"rx_rekeys\":%" PRIu64,
 		       (uint64_t)vi->vi_rec_tx_rekeys,
 		       (uint64_t)vi->vi_rec_rx_rekeys);
+		printf(",\"records_compressed\":%" PRIu64
+		       ",\"records_decompressed\":%" PRIu64,
+		       (uint64_t)vi->vi_rec_compressed,
+		       (uint64_t)vi->vi_rec_decompressed);
 		if (ring)
 			printf(",\"rx_ring_size\":%u,\"rx_ring_used\":%u,"
 			       "\"tx_ring_size\":%u,\"tx_ring_used\":%u,"
@@ -1981,6 +1988,7 @@ static int xform_cb(const struct nlmsghdr *nlh, void *arg)
 	const struct nlattr *tb[VISOCK_A_MAX + 1];
 	const struct nlattr *xt[VISOCK_XFORM_A_MAX + 1];
 	char name[32], alg[128], driver[128], flags[64] = "";
+	char comp[64] = "", cdriver[128] = "";
 	unsigned int *count = arg;
 	bool avail, hw, async, integ;
 	int32_t error;
@@ -1993,6 +2001,11 @@ static int xform_cb(const struct nlmsghdr *nlh, void *arg)
 	attr_str(xt[VISOCK_XFORM_A_NAME], name, sizeof(name));
 	attr_str(xt[VISOCK_XFORM_A_ALG], alg, sizeof(alg));
 	attr_str(xt[VISOCK_XFORM_A_DRIVER], driver, sizeof(driver));
+	if (xt[VISOCK_XFORM_A_COMP])
+		attr_str(xt[VISOCK_XFORM_A_COMP], comp, sizeof(comp));
+	if (xt[VISOCK_XFORM_A_COMP_DRIVER])
+		attr_str(xt[VISOCK_XFORM_A_COMP_DRIVER], cdriver,
+			 sizeof(cdriver));
 	avail = xt[VISOCK_XFORM_A_AVAILABLE];
 	hw = xt[VISOCK_XFORM_A_HW];
 	async = xt[VISOCK_XFORM_A_ASYNC];
@@ -2020,6 +2033,10 @@ static int xform_cb(const struct nlmsghdr *nlh, void *arg)
 		json_bool(&f, "integrity_only", integ);
 		json_u64(&f, "max_records",
 			 attr_u64(xt[VISOCK_XFORM_A_MAX_RECORDS]));
+		if (comp[0]) {
+			json_string(&f, "comp", comp);
+			json_string(&f, "comp_driver", cdriver);
+		}
 		printf("}");
 	} else {
 		if (!*count)
@@ -2044,6 +2061,9 @@ static int xform_cb(const struct nlmsghdr *nlh, void *arg)
 		       attr_u32(xt[VISOCK_XFORM_A_TAG_SIZE]),
 		       attr_u32(xt[VISOCK_XFORM_A_NONCE_SIZE]),
 		       attr_u32(xt[VISOCK_XFORM_A_RECORD_SIZE]), flags);
+		if (comp[0])
+			printf("%-18s %2s %-28s %-24s\n", "", "",
+			       comp, avail ? cdriver : "-");
 	}
 	(*count)++;
 	return MNL_CB_OK;

@@ -150,6 +150,9 @@
  * @vi_rec_opened: records received and authenticated
  * @vi_rec_tx_rekeys: key changes of the sending direction (key updates)
  * @vi_rec_rx_rekeys: key changes of the receiving direction
+ * @vi_rec_compressed: records sent with a compressed payload (a
+ *	compressing transform; the others of @vi_rec_sealed went stored)
+ * @vi_rec_decompressed: records received with a compressed payload
  */
 struct visock_info {
 	__u32 vi_mode;
@@ -179,6 +182,8 @@ struct visock_info {
 	__u64 vi_rec_opened;
 	__u64 vi_rec_tx_rekeys;
 	__u64 vi_rec_rx_rekeys;
+	__u64 vi_rec_compressed;
+	__u64 vi_rec_decompressed;
 };
 
 #define VISOCK_INFO_F_SYN_OPT	0x1	/* our SYN / SYN-ACK announced visock */
@@ -299,6 +304,9 @@ enum visock_fallback_reason {
  *	clear and authenticated with GMAC (AES-GCM without encryption),
  *	128-bit key
  * @VISOCK_XFORM_AES256_GMAC: integrity only, GMAC with a 256-bit key
+ * @VISOCK_XFORM_LZ4_AES128_GCM: each record's payload is compressed with
+ *	LZ4 when that shrinks it, then sealed with AES-GCM, 128-bit key
+ * @VISOCK_XFORM_ZSTD_AES128_GCM: the same with Zstandard
  * @__VISOCK_XFORM_MAX: one above the highest transform (VISOCK_XFORM_MAX)
  *
  * Values are stable ABI: they name a transform on the wire (the record
@@ -312,6 +320,8 @@ enum visock_xform {
 	VISOCK_XFORM_CHACHA20_POLY1305 = 3,
 	VISOCK_XFORM_AES128_GMAC = 4,
 	VISOCK_XFORM_AES256_GMAC = 5,
+	VISOCK_XFORM_LZ4_AES128_GCM = 6,
+	VISOCK_XFORM_ZSTD_AES128_GCM = 7,
 	__VISOCK_XFORM_MAX,
 };
 

@@ -339,6 +339,12 @@ static void xform_negotiate_test(struct kunit *test)
 		{ VISOCK_XFORM_AES128_GCM, 2, { 0, 255 }, 0 },
 		{ VISOCK_XFORM_AES128_GCM, 0, { 1 }, 0 },
 		{ 77, 1, { 1 }, 0 },
+		/* Compression only for a connection that asks for it. */
+		{ VISOCK_XFORM_AES128_GCM, 2, { 6, 7 }, 0 },
+		{ VISOCK_XFORM_AES128_GMAC, 2, { 7, 4 }, 4 },
+		{ VISOCK_XFORM_LZ4_AES128_GCM, 3, { 7, 1, 6 }, 6 },
+		{ VISOCK_XFORM_ZSTD_AES128_GCM, 2, { 6, 1 }, 6 },
+		{ VISOCK_XFORM_LZ4_AES128_GCM, 2, { 4, 2 }, 2 },
 	};
 	u8 offer[8];
 	unsigned int i, n;
@@ -356,10 +362,19 @@ static void xform_negotiate_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_CHACHA20_POLY1305);
 	KUNIT_EXPECT_EQ(test, offer[1], VISOCK_XFORM_AES128_GCM);
 	KUNIT_EXPECT_EQ(test, offer[2], VISOCK_XFORM_AES256_GCM);
-	/* Integrity only: everything, itself first. */
+	/* Integrity only: everything but compression, itself first. */
 	n = visock_xform_offer(VISOCK_XFORM_AES256_GMAC, offer, sizeof(offer));
-	KUNIT_ASSERT_EQ(test, n, VISOCK_XFORM_MAX);
+	KUNIT_ASSERT_EQ(test, n, VISOCK_XFORM_AES256_GMAC);
 	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_AES256_GMAC);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_NULL(test, visock_xform_get(offer[i])->comp);
+	/* Compressing: itself, the encrypting AEADs, the other one. */
+	n = visock_xform_offer(VISOCK_XFORM_ZSTD_AES128_GCM, offer,
+			       sizeof(offer));
+	KUNIT_ASSERT_EQ(test, n, 5);
+	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_ZSTD_AES128_GCM);
+	KUNIT_EXPECT_EQ(test, offer[1], VISOCK_XFORM_AES128_GCM);
+	KUNIT_EXPECT_EQ(test, offer[4], VISOCK_XFORM_LZ4_AES128_GCM);
 	KUNIT_EXPECT_EQ(test, visock_xform_offer(VISOCK_XFORM_AES128_GCM,
 						 offer, 1), 1);
 	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_AES128_GCM);

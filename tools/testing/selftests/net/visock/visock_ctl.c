@@ -1478,6 +1478,7 @@ static const struct {
 	const char *alg;
 	unsigned int key;
 	bool integrity_only;
+	const char *comp;
 } xforms[] = {
 	[VISOCK_XFORM_AES128_GCM] = { "gcm-aes-128", "gcm(aes)", 16, false },
 	[VISOCK_XFORM_AES256_GCM] = { "gcm-aes-256", "gcm(aes)", 32, false },
@@ -1485,6 +1486,10 @@ static const struct {
 		"chacha20-poly1305", "rfc7539(chacha20,poly1305)", 32, false },
 	[VISOCK_XFORM_AES128_GMAC] = { "gmac-aes-128", "gcm(aes)", 16, true },
 	[VISOCK_XFORM_AES256_GMAC] = { "gmac-aes-256", "gcm(aes)", 32, true },
+	[VISOCK_XFORM_LZ4_AES128_GCM] = {
+		"lz4-gcm-aes-128", "gcm(aes)", 16, false, "lz4" },
+	[VISOCK_XFORM_ZSTD_AES128_GCM] = {
+		"zstd-gcm-aes-128", "gcm(aes)", 16, false, "zstd" },
 };
 
 static_assert(ARRAY_SIZE(xforms) == VISOCK_XFORM_MAX + 1,
@@ -1555,7 +1560,7 @@ static bool proc_crypto(const char *driver, struct crypto_entry *e)
 static void transforms_list(struct vt_ctx *c)
 {
 	char name[64], alg[128], driver[128], tname[64], talg[128];
-	char tdriver[128], *out, *table;
+	char tdriver[128], comp[64], cdriver[128], *out, *table;
 	unsigned int id, tid, tprio, tkey, ttag, tnonce, trec;
 	unsigned long long rec;
 	struct crypto_entry e;
@@ -1602,6 +1607,21 @@ static void transforms_list(struct vt_ctx *c)
 		vt_assert(json_num(line, "max_records") >= 1ULL << 20,
 			  "%s: max_records %llu", name,
 			  json_num(line, "max_records"));
+
+		/* A compressing pair names its compressor and its driver. */
+		if (xforms[id].comp) {
+			json_str(line, "comp", comp, sizeof(comp));
+			json_str(line, "comp_driver", cdriver, sizeof(cdriver));
+			vt_assert(!strcmp(comp, xforms[id].comp) && cdriver[0],
+				  "%s: compressor \"%s\" driver \"%s\", expected %s",
+				  name, comp, cdriver, xforms[id].comp);
+		} else {
+			p = strstr(line, "\"comp\"");
+			vt_assert(!p || (strchr(line, '\n') &&
+					 p > strchr(line, '\n')),
+				  "%s: a compressor is listed: %.300s", name,
+				  line);
+		}
 
 		/* The crypto API has that driver for that algorithm. */
 		vt_assert(proc_crypto(driver, &e),
