@@ -2804,11 +2804,15 @@ static const struct {
 	{ 1, 4, 1 },
 	/* either side off: none */
 	{ 1, 0, 0 }, { 0, 1, 0 },
+	/* compressing pairs, and their AEAD without compression */
+	{ 6, 6, 6 }, { 7, 7, 7 }, { 6, 7, 7 }, { 6, 1, 1 },
+	/* compression only for a connection that asks for it */
+	{ 1, 6, 1 },
 };
 
 static const char *const xform_names[] = {
 	"none", "gcm-aes-128", "gcm-aes-256", "chacha20-poly1305",
-	"gmac-aes-128", "gmac-aes-256",
+	"gmac-aes-128", "gmac-aes-256", "lz4-gcm-aes-128", "zstd-gcm-aes-128",
 };
 
 static void xform_expect(int fd, int want, const char *what)
@@ -2901,6 +2905,136 @@ static void xform_stream(struct vt_ctx *c)
 			  xform_names[x],
 			  (unsigned long long)vi.vi_rec_sealed,
 			  (unsigned long long)vi.vi_rec_opened);
+		vt_sync(c, "checked");
+		close(fd);
+	}
+}
+
+/*
+ * comp_stream       same key, auth 1, both hosts the same compressing
+ *                   transform, for lz4-gcm-aes-128 and zstd-gcm-aes-128:
+ *                   512 KiB of text, then 512 KiB of pseudo-random bytes,
+ *                   each sent by the client, checked byte by byte by the
+ *                   server, sent back and checked by the client; for the
+ *                   text every end compressed and decompressed at least 3
+ *                   in 4 of the records it sealed and opened for it (at
+ *                   least 16 each), for the random bytes none of at least
+ *                   32 records each way
+ */
+#define COMP_BYTES	(512 << 10)
+
+static uint8_t comp_buf[COMP_BYTES];
+static uint8_t comp_want[COMP_BYTES];
+
+/* Text that compresses well, different for each @x. */
+static void comp_text(uint8_t *p, size_t n, int x)
+{
+	size_t off = 0;
+	unsigned int i = 0;
+	char line[96];
+	int len;
+
+	while (off < n) {
+		len = snprintf(line, sizeof(line),
+			       "%08u transform %d: the quick brown fox jumps over the lazy dog\n",
+			       i++, x);
+		if ((size_t)len > n - off)
+			len = n - off;
+		memcpy(p + off, line, len);
+		off += len;
+	}
+}
+
+/* Bytes no compressor shrinks: xorshift64*, seeded by @x. */
+static void comp_random(uint8_t *p, size_t n, int x)
+{
+	uint64_t v = 0x9e3779b97f4a7c15ULL ^ (uint64_t)x;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		v ^= v >> 12;
+		v ^= v << 25;
+		v ^= v >> 27;
+		p[i] = (uint8_t)((v * 0x2545f4914f6cdd1dULL) >> 56);
+	}
+}
+
+/* Client sends, server checks and sends back, client checks. */
+static void comp_echo(struct vt_ctx *c, int fd, int x, const char *kind)
+{
+	size_t i;
+
+	if (vt_is_client(c))
+		su_write_all(fd, comp_want, COMP_BYTES);
+	memset(comp_buf, 0, COMP_BYTES);
+	su_read_all(fd, comp_buf, COMP_BYTES);
+	for (i = 0; i < COMP_BYTES; i++)
+		if (comp_buf[i] != comp_want[i])
+			vt_fail("%s, %s: byte %zu of the %s is %#x, expected %#x",
+				xform_names[x], kind, i,
+				vt_is_client(c) ? "echo" : "stream",
+				comp_buf[i], comp_want[i]);
+	if (!vt_is_client(c))
+		su_write_all(fd, comp_buf, COMP_BYTES);
+}
+
+/* One phase: @kind's bytes both ways, then this end's record counts. */
+static void comp_phase(struct vt_ctx *c, int fd, int x, bool text)
+{
+	const char *kind = text ? "text" : "random bytes";
+	unsigned long long sealed, opened, comp, decomp;
+	struct visock_info a, b;
+
+	if (text)
+		comp_text(comp_want, COMP_BYTES, x);
+	else
+		comp_random(comp_want, COMP_BYTES, x);
+	hu_get_info(fd, &a);
+	comp_echo(c, fd, x, kind);
+	vt_sync(c, text ? "text echoed" : "random echoed");
+	hu_get_info(fd, &b);
+	sealed = b.vi_rec_sealed - a.vi_rec_sealed;
+	opened = b.vi_rec_opened - a.vi_rec_opened;
+	comp = b.vi_rec_compressed - a.vi_rec_compressed;
+	decomp = b.vi_rec_decompressed - a.vi_rec_decompressed;
+	vt_diag("%s, %s: %llu records sealed, %llu of them compressed; %llu opened, %llu decompressed",
+		xform_names[x], kind, sealed, comp, opened, decomp);
+	if (text) {
+		vt_assert(sealed >= 16 && opened >= 16 &&
+			  comp * 4 >= sealed * 3 && decomp * 4 >= opened * 3,
+			  "%s, text: %llu of %llu records sealed compressed, %llu of %llu opened decompressed",
+			  xform_names[x], comp, sealed, decomp, opened);
+	} else {
+		vt_assert(sealed >= COMP_BYTES / 16384 &&
+			  opened >= COMP_BYTES / 16384 && !comp && !decomp,
+			  "%s, random bytes: %llu of %llu records sealed compressed, %llu of %llu opened decompressed (expected none of at least %d)",
+			  xform_names[x], comp, sealed, decomp, opened,
+			  COMP_BYTES / 16384);
+	}
+}
+
+static void comp_stream(struct vt_ctx *c)
+{
+	static const int pairs[] = {
+		VISOCK_XFORM_LZ4_AES128_GCM, VISOCK_XFORM_ZSTD_AES128_GCM,
+	};
+	struct visock_info vi;
+	unsigned int i;
+	int x, fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	for (i = 0; i < ARRAY_SIZE(pairs); i++) {
+		x = pairs[i];
+		hu_sysctl_set("transform", x);
+		fd = psk_connect(c);
+		hu_expect_rdma(fd, xform_names[x], &vi);
+		vt_assert(vi.vi_xform == (uint32_t)x, "%s: vi_xform %u",
+			  xform_names[x], vi.vi_xform);
+		comp_phase(c, fd, x, true);
+		comp_phase(c, fd, x, false);
 		vt_sync(c, "checked");
 		close(fd);
 	}
@@ -4389,6 +4523,8 @@ static const struct vt_test tests[] = {
 	  "gmac-aes-128: a forged RDMA WRITE resets that connection only"),
 	T(forged_write_plain, 300,
 	  "no transform: the bytes of a forged RDMA WRITE are delivered"),
+	T(comp_stream, 300,
+	  "lz4 and zstd pairs: text goes compressed, random bytes stored"),
 };
 
 /*
