@@ -5,8 +5,10 @@
  * when rdma-core's librspreload.so is preloaded) or AF_SMC (SMC-R).
  *
  *   visock_bench server [-f FAMILY] [-p PORT] [-n CONNS] [-T SECS]
+ *                       [-K CIPHER | -X XFORM]
  *   visock_bench client -c HOST [-f FAMILY] [-p PORT] [-t SECS] [-w BYTES]
  *                       [-r ROUNDS] [-W WARMUP] [-m MSGSIZE] [-T SECS]
+ *                       [-K CIPHER | -X XFORM]
  *                       [-S | -P | -C [-k] | -N STREAMS]
  *
  * Without a test option the client opens two connections one after the
@@ -29,6 +31,18 @@
  * /proc/net/visock over the test, so the output shows which transport
  * really carried the bytes.
  *
+ * -K CIPHER (inet only: gcm-aes-128 or chacha20-poly1305) turns kernel
+ * TLS on for every connection, on both ends, right after connect() and
+ * accept(): the "tls" upper layer protocol, then TLS 1.2 records in both
+ * directions with fixed benchmark keys (never secret: this measures the
+ * record layer, not a TLS handshake).  -X XFORM (visock only:
+ * gcm-aes-128, chacha20-poly1305, gmac-aes-128, ...) asks for that
+ * transform pair with the VISOCK_TRANSFORM socket option; it needs an
+ * authenticated handshake (net.visock.auth and a key on both hosts).  A
+ * client connection that did not get what -K or -X asked for (no RDMA,
+ * another transform, kernel TLS not in place) ends the client with an
+ * error instead of a RESULT line.
+ *
  * This is a benchmark, not a test: it never judges the numbers.
  */
 #include <arpa/inet.h>
@@ -50,7 +64,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/tls.h>
 #include <linux/visock.h>
+
+#ifndef SOL_TLS
+#define SOL_TLS		282
+#endif
+#ifndef TCP_ULP
+#define TCP_ULP		31
+#endif
 
 #ifndef AF_SMC
 #define AF_SMC		43
@@ -97,6 +119,8 @@ struct opts {
 	const char *label;
 	bool keep;
 	unsigned int par;
+	int ktls;		/* TLS_CIPHER_*, 0: no kernel TLS */
+	int xform;		/* enum visock_xform, 0: none asked for */
 };
 
 /* Per-namespace counters of /proc/net/visock that the report uses. */
@@ -113,6 +137,18 @@ static const char * const mode_names[] = {
 	[VISOCK_MODE_INIT] = "INIT", [VISOCK_MODE_HANDSHAKE] = "HANDSHAKE",
 	[VISOCK_MODE_RDMA] = "RDMA", [VISOCK_MODE_TCP] = "TCP",
 };
+
+static const char * const xform_names[] = {
+	[VISOCK_XFORM_NONE] = "none",
+	[VISOCK_XFORM_AES128_GCM] = "gcm-aes-128",
+	[VISOCK_XFORM_AES256_GCM] = "gcm-aes-256",
+	[VISOCK_XFORM_CHACHA20_POLY1305] = "chacha20-poly1305",
+	[VISOCK_XFORM_AES128_GMAC] = "gmac-aes-128",
+	[VISOCK_XFORM_AES256_GMAC] = "gmac-aes-256",
+};
+
+/* The server's -K: serve_conn() only gets the accepted socket. */
+static int server_ktls;
 
 static __printf(1, 2) void die(const char *fmt, ...)
 {
@@ -258,6 +294,116 @@ static void visock_evidence(int fd, const struct vcounters *before,
 			 after.tcp_rcvd - before->tcp_rcvd);
 }
 
+/* ------------------------------------------------- kernel TLS, transforms */
+
+union ktls_info {
+	struct tls_crypto_info base;
+	struct tls12_crypto_info_aes_gcm_128 gcm;
+	struct tls12_crypto_info_chacha20_poly1305 chacha;
+};
+
+static const char *ktls_name(int cipher)
+{
+	switch (cipher) {
+	case TLS_CIPHER_AES_GCM_128:
+		return "gcm-aes-128";
+	case TLS_CIPHER_CHACHA20_POLY1305:
+		return "chacha20-poly1305";
+	}
+	return "?";
+}
+
+/*
+ * The fixed parameters of one direction of a benchmark TLS session: each
+ * direction has keys and IVs of its own (@dir 1: client to server, 2:
+ * server to client), and both start at record sequence number 0.
+ */
+static socklen_t ktls_fill(union ktls_info *ci, int cipher, uint8_t dir)
+{
+	memset(ci, 0, sizeof(*ci));
+	ci->base.version = TLS_1_2_VERSION;
+	ci->base.cipher_type = cipher;
+	if (cipher == TLS_CIPHER_AES_GCM_128) {
+		memset(ci->gcm.key, 0x10 + dir, sizeof(ci->gcm.key));
+		memset(ci->gcm.iv, 0x20 + dir, sizeof(ci->gcm.iv));
+		memset(ci->gcm.salt, 0x30 + dir, sizeof(ci->gcm.salt));
+		return sizeof(ci->gcm);
+	}
+	memset(ci->chacha.key, 0x40 + dir, sizeof(ci->chacha.key));
+	memset(ci->chacha.iv, 0x50 + dir, sizeof(ci->chacha.iv));
+	return sizeof(ci->chacha);
+}
+
+/* Turn kernel TLS on for both directions of a connected TCP socket. */
+static void ktls_start(int fd, int cipher, bool client)
+{
+	union ktls_info ci;
+	socklen_t len;
+
+	if (setsockopt(fd, SOL_TCP, TCP_ULP, "tls", sizeof("tls")) < 0)
+		die("setsockopt(TCP_ULP, tls): %s (is the tls module loaded?)",
+		    strerror(errno));
+	len = ktls_fill(&ci, cipher, client ? 1 : 2);
+	if (setsockopt(fd, SOL_TLS, TLS_TX, &ci, len) < 0)
+		die("setsockopt(TLS_TX, %s): %s", ktls_name(cipher),
+		    strerror(errno));
+	len = ktls_fill(&ci, cipher, client ? 2 : 1);
+	if (setsockopt(fd, SOL_TLS, TLS_RX, &ci, len) < 0)
+		die("setsockopt(TLS_RX, %s): %s", ktls_name(cipher),
+		    strerror(errno));
+}
+
+/*
+ * After a client test: the evidence that the connection ran what the
+ * options asked for, appended to a RESULT line; no such connection ends
+ * the client (the report then has an error, not a number).
+ */
+static void transform_evidence(int fd, const struct opts *o, char *buf,
+			       size_t len)
+{
+	union ktls_info ci;
+	struct visock_info vi;
+	socklen_t clen = sizeof(ci.base), vlen = sizeof(vi);
+	const char *mode = "?";
+
+	if (o->ktls) {
+		/* The version and cipher only: any other length must be
+		 * the exact size of the cipher's struct.
+		 */
+		memset(&ci, 0, sizeof(ci));
+		if (getsockopt(fd, SOL_TLS, TLS_TX, &ci, &clen) < 0)
+			die("getsockopt(TLS_TX): %s: kernel TLS not in place",
+			    strerror(errno));
+		if (ci.base.cipher_type != o->ktls)
+			die("kernel TLS runs cipher %u, not %s",
+			    ci.base.cipher_type, ktls_name(o->ktls));
+		snprintf(buf, len, " ktls=%s", ktls_name(o->ktls));
+		return;
+	}
+	if (!o->xform)
+		return;
+	memset(&vi, 0, sizeof(vi));
+	if (getsockopt(fd, SOL_VISOCK, VISOCK_INFO, &vi, &vlen) < 0)
+		die("getsockopt(VISOCK_INFO): %s", strerror(errno));
+	if (vi.vi_mode < ARRAY_SIZE(mode_names))
+		mode = mode_names[vi.vi_mode];
+	if (vi.vi_mode != VISOCK_MODE_RDMA || vi.vi_xform != (__u32)o->xform)
+		die("not %s over RDMA: mode %s (fallback reason %u), transform %s",
+		    xform_names[o->xform], mode, vi.vi_fallback_reason,
+		    vi.vi_xform < ARRAY_SIZE(xform_names) ?
+		    xform_names[vi.vi_xform] : "?");
+	snprintf(buf, len, " xform=%s", xform_names[o->xform]);
+}
+
+/* The VISOCK_TRANSFORM of -X, before connect() or listen(). */
+static void set_xform(int fd, const struct opts *o)
+{
+	if (o->xform && setsockopt(fd, SOL_VISOCK, VISOCK_TRANSFORM, &o->xform,
+				   sizeof(o->xform)) < 0)
+		die("setsockopt(VISOCK_TRANSFORM, %s): %s",
+		    xform_names[o->xform], strerror(errno));
+}
+
 /* ---------------------------------------------------------------- server */
 
 static void serve_stream(int fd, const struct hdr *h)
@@ -325,6 +471,8 @@ static void *serve_conn(void *arg)
 	struct hdr h;
 
 	set_nodelay(fd);
+	if (server_ktls)
+		ktls_start(fd, server_ktls, false);
 	read_full(fd, &h, sizeof(h), "header");
 	if (h.magic != BENCH_MAGIC)
 		die("bad header magic 0x%08x", h.magic);
@@ -352,6 +500,8 @@ static void run_server(const struct opts *o)
 
 	lfd = bench_socket(o->fam);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	set_xform(lfd, o);
+	server_ktls = o->ktls;
 	sin.sin_port = htons(o->port);
 	sin.sin_addr.s_addr = htonl(INADDR_ANY);
 	if (bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
@@ -396,6 +546,7 @@ static int client_connect(const struct opts *o)
 	/* The server may not listen yet: retry for about 30 s. */
 	for (tries = 0; ; tries++) {
 		fd = bench_socket(o->fam);
+		set_xform(fd, o);
 		if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
 			break;
 		if (tries >= 300 || (errno != ECONNREFUSED &&
@@ -406,6 +557,8 @@ static int client_connect(const struct opts *o)
 		usleep(100000);
 	}
 	set_nodelay(fd);
+	if (o->ktls)
+		ktls_start(fd, o->ktls, true);
 	return fd;
 }
 
@@ -440,7 +593,7 @@ static void client_stream(const struct opts *o)
 	unsigned long long sent = 0, acked = 0;
 	double t0, t1, deadline, secs, mbps, u0, s0, u1, s1;
 	struct vcounters before;
-	char ev[512] = "";
+	char ev[512] = "", xev[64] = "";
 	char *buf;
 	int fd;
 
@@ -468,6 +621,7 @@ static void client_stream(const struct opts *o)
 	if (acked != sent)
 		die("server received %llu of %llu bytes", acked, sent);
 
+	transform_evidence(fd, o, xev, sizeof(xev));
 	if (o->fam == FAM_VISOCK)
 		visock_evidence(fd, &before, ev, sizeof(ev));
 	close(fd);
@@ -478,8 +632,8 @@ static void client_stream(const struct opts *o)
 	       o->label, fam_names[o->fam], o->wsize);
 	printf(" bytes=%llu secs=%.3f MBps=%.2f Gbps=%.4f", sent, secs, mbps,
 	       mbps * 8 / 1000);
-	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f%s\n",
-	       u1 - u0, s1 - s0, ev);
+	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f%s%s\n",
+	       u1 - u0, s1 - s0, xev, ev);
 	printf("%-8s stream   %u B writes: %llu bytes in %.2f s = %.2f MB/s (%.3f Gbit/s)\n",
 	       o->label, o->wsize, sent, secs, mbps, mbps * 8 / 1000);
 	fflush(stdout);
@@ -492,7 +646,7 @@ static void client_pingpong(const struct opts *o)
 	double *rtt, t, sum = 0, median, p99, mean, u0 = 0, s0 = 0, u1, s1;
 	struct vcounters before;
 	char buf[65536];
-	char ev[512] = "";
+	char ev[512] = "", xev[64] = "";
 	unsigned int i, n = o->rounds;
 	int fd;
 
@@ -518,6 +672,7 @@ static void client_pingpong(const struct opts *o)
 			rtt[i - o->warmup] = now_us() - t;
 	}
 	cpu_secs(&u1, &s1);
+	transform_evidence(fd, o, xev, sizeof(xev));
 	if (o->fam == FAM_VISOCK)
 		visock_evidence(fd, &before, ev, sizeof(ev));
 	close(fd);
@@ -532,8 +687,8 @@ static void client_pingpong(const struct opts *o)
 	       n, o->warmup, median, p99);
 	printf(" rtt_mean_us=%.1f rtt_min_us=%.1f rtt_max_us=%.1f",
 	       mean, rtt[0], rtt[n - 1]);
-	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f%s\n",
-	       u1 - u0, s1 - s0, ev);
+	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f%s%s\n",
+	       u1 - u0, s1 - s0, xev, ev);
 	printf("%-8s pingpong %u B x %u: RTT median %.1f us, p99 %.1f us, mean %.1f us\n",
 	       o->label, o->msg, n, median, p99, mean);
 	fflush(stdout);
@@ -649,6 +804,7 @@ static void client_parallel(const struct opts *o)
 	unsigned long long sent = 0;
 	double t0, t1 = 0, secs, mbps, u0, s0, u1, s1;
 	struct par_stream *ps;
+	char xev[64] = "";
 	unsigned int i;
 	int err;
 
@@ -670,6 +826,7 @@ static void client_parallel(const struct opts *o)
 	t0 = now_us();
 	par_deadline = t0 + o->secs * 1e6;
 	pthread_barrier_wait(&par_start);
+	transform_evidence(ps[0].fd, o, xev, sizeof(xev));
 	for (i = 0; i < o->par; i++) {
 		pthread_join(ps[i].tid, NULL);
 		sent += ps[i].sent;
@@ -684,8 +841,8 @@ static void client_parallel(const struct opts *o)
 	       o->label, fam_names[o->fam], o->par, o->wsize);
 	printf(" bytes=%llu secs=%.3f MBps=%.2f Gbps=%.4f", sent, secs, mbps,
 	       mbps * 8 / 1000);
-	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f\n",
-	       u1 - u0, s1 - s0);
+	printf(" client_cpu_user_s=%.3f client_cpu_sys_s=%.3f%s\n",
+	       u1 - u0, s1 - s0, xev);
 	printf("%-8s %u parallel streams, %u B writes: %llu bytes in %.2f s = %.2f MB/s\n",
 	       o->label, o->par, o->wsize, sent, secs, mbps);
 	fflush(stdout);
@@ -710,7 +867,10 @@ static void print_usage(int rc)
 		"  -C  connect/request/close for -t seconds, -m byte requests\n"
 		"  -k  with -C: keep one more connection open meanwhile\n"
 		"  -N  STREAMS parallel streams for -t seconds, -w byte writes\n"
-		"  -T  give up after SECS (default 300)  -l  label in the output\n");
+		"  -T  give up after SECS (default 300)  -l  label in the output\n"
+		"  -K  inet: kernel TLS with CIPHER (gcm-aes-128, chacha20-poly1305)\n"
+		"  -X  visock: ask for transform XFORM (gcm-aes-128, chacha20-poly1305,\n"
+		"      gmac-aes-128, gcm-aes-256, gmac-aes-256)\n");
 	exit(rc);
 }
 
@@ -748,7 +908,7 @@ int main(int argc, char **argv)
 		print_usage(2);
 	optind = 2;
 
-	while ((c = getopt(argc, argv, "f:c:p:n:t:w:r:W:m:T:l:SPCkN:h")) != -1) {
+	while ((c = getopt(argc, argv, "f:c:p:n:t:w:r:W:m:T:l:SPCkN:K:X:h")) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "visock"))
@@ -815,6 +975,22 @@ int main(int argc, char **argv)
 			if (!o.par || o.par > MAX_PAR)
 				die("parallel streams must be 1..%d", MAX_PAR);
 			break;
+		case 'K':
+			if (!strcmp(optarg, "gcm-aes-128"))
+				o.ktls = TLS_CIPHER_AES_GCM_128;
+			else if (!strcmp(optarg, "chacha20-poly1305"))
+				o.ktls = TLS_CIPHER_CHACHA20_POLY1305;
+			else
+				die("unknown kernel TLS cipher '%s'", optarg);
+			break;
+		case 'X':
+			for (c = 1; c < (int)ARRAY_SIZE(xform_names); c++)
+				if (!strcmp(optarg, xform_names[c]))
+					break;
+			if (c == (int)ARRAY_SIZE(xform_names))
+				die("unknown transform '%s'", optarg);
+			o.xform = c;
+			break;
 		case 'h':
 			print_usage(0);
 			break;
@@ -826,6 +1002,10 @@ int main(int argc, char **argv)
 		print_usage(2);
 	if (!o.label)
 		o.label = fam_names[o.fam];
+	if (o.ktls && o.fam != FAM_INET)
+		die("-K is for -f inet");
+	if (o.xform && o.fam != FAM_VISOCK)
+		die("-X is for -f visock");
 
 	signal(SIGPIPE, SIG_IGN);
 	/* Never hang a test bed: SIGALRM's default action ends us. */
