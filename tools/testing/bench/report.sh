@@ -23,12 +23,20 @@ shift 2
 } >"$dir/table.txt"
 command -v gnuplot >/dev/null || exit 0
 # One CSV per panel (contiguous rows); transports are the columns from
-# the sixth on, up to the visock/X ratios.
-ntr=$(head -n 1 "$dir/table.csv" | tr ',' '\n' | sed -n '6,$p' | grep -vc '^visock/' || true)
-has=''
+# the sixth on, then the ratios (the columns whose name has a "/").
+ntr=$(head -n 1 "$dir/table.csv" | tr ',' '\n' | sed -n '6,$p' | grep -vc / || true)
+nrat=$(head -n 1 "$dir/table.csv" | tr ',' '\n' | sed -n '6,$p' | grep -c / || true)
+vars="ntr=$ntr; nrat=$nrat"
 for g in stream rtt cpu; do
 	awk -F, -v g="$g" 'NR == 1 || $4 == g' "$dir/table.csv" >"$dir/chart-$g.csv"
-	has+="; has_$g=$(($(wc -l <"$dir/chart-$g.csv") > 1))"
+	# has_G: rows; lo_G, hi_G: the smallest and largest size (one
+	# size alone gets a range around it: a log axis needs one).
+	vars+=$(awk -F, -v g="$g" 'NR > 1 { n++; if (!lo || $5 < lo) lo = $5; if ($5 > hi) hi = $5 }
+		END { printf "; has_%s=%d; lo_%s=%s; hi_%s=%s", g, (n > 0), g, (lo ? lo : 64), g, (hi ? hi : 1048576) }' \
+		"$dir/chart-$g.csv")
 done
-gnuplot -e "dir='$dir'; ntr=$ntr; heading='$(tr -d "'" <<<"${heading%,}")'$has" "$HERE/chart.gp" \
+# has_ratio: a stream row with at least one ratio.
+vars+=$(awk -F, -v f=$((6 + ntr)) 'NR > 1 { for (i = f; i <= NF; i++) if ($i != "") r = 1 }
+	END { printf "; has_ratio=%d", r }' "$dir/chart-stream.csv")
+gnuplot -e "dir='$dir'; heading='$(tr -d "'" <<<"${heading%,}")'; $vars" "$HERE/chart.gp" \
 	2>"$dir/chart.log" || echo "report.sh: gnuplot failed, see $dir/chart.log" >&2
