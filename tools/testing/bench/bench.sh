@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # bench.sh - guest half of "make bench": TCP, visock, rsocket, in-kernel
-# SMC-R and raw verbs (perftest) side by side, over this matrix:
+# SMC-R and raw verbs (perftest) side by side, and visock's transforms
+# beside kernel TLS over TCP with the same cipher, over this matrix:
 # stream throughput per write size, request/response round trips per
 # message size (median, p99), connection setup (CRR), parallel streams,
 # guest CPU time and RDMA packets, work requests and completions per KiB,
@@ -23,7 +24,8 @@
 # Environment (defaults in brackets):
 #   BENCH_ONLY        space-separated transports and/or tests to run; a
 #                     class not named runs whole [all].  Transports: tcp
-#                     visock rsocket smc verbs verbs-ev.  Tests: crr
+#                     visock rsocket smc verbs verbs-ev ktls ktls-chacha
+#                     visock-gcm visock-chacha visock-gmac.  Tests: crr
 #                     crr-keep rtt stream par iperf3 sockperf
 #   BENCH_SECS        seconds per stream, CRR, parallel and program run [5]
 #   BENCH_WSIZES      stream write sizes, bytes [64 1024 16384 65536 1048576]
@@ -56,7 +58,9 @@ SMC_SETUP=$DIR/smc_setup
 # ---------------------------------------------------------------------------
 
 # table FILE [CSV]: one row per metric, one column per transport, and the
-# ratios visock/SMC-R, visock/rsocket and visock/raw verbs.
+# ratios visock/SMC-R, visock/rsocket and visock/raw verbs; with kernel
+# TLS and visock's transforms in the run also visock-gcm/ktls and
+# visock-chacha/ktls-chacha (the same cipher on both sides).
 table() {
 	awk -v csv="${2:-}" '
 	function kv(line, key,    n, i, f) {
@@ -99,7 +103,7 @@ table() {
 		p = t == "par" ? "par" : ""
 		row("cpu" tag, "CPU s/GiB, " desc, "s/GiB", "lower", "cpu" p, sz)
 		put("cpu" tag, l, (kv(line, "a_cpu_s") + kv(line, "b_cpu_s")) / (bytes / 1073741824))
-		if (l == "tcp") return
+		if (l == "tcp" || l ~ /^ktls/) return
 		row("pkt" tag, "RoCE pkts/KiB, " desc, "pkts/KiB", "lower", "pkts" p, sz)
 		put("pkt" tag, l, (kv(line, "a_pkts") + kv(line, "b_pkts")) / 2 / k)
 		row("rcq" tag, "rxe recv CQEs/KiB, " desc, "CQEs/KiB", "lower", "rcqe" p, sz)
@@ -127,7 +131,7 @@ table() {
 			put("rm" sz, l, kv($0, "rtt_median_us"))
 			put("rp" sz, l, kv($0, "rtt_p99_us"))
 			n = kv($0, "rounds") + kv($0, "warmup")
-			if (l != "tcp" && n > 0 && kv($0, "a_pkts") != "") {
+			if (l != "tcp" && l !~ /^ktls/ && n > 0 && kv($0, "a_pkts") != "") {
 				row("rk" sz, "RoCE pkts per " hsize(sz) " round trip", "pkts", "lower", "rtpkts", sz)
 				put("rk" sz, l, (kv($0, "a_pkts") + kv($0, "b_pkts")) / 2 / n)
 			}
@@ -190,13 +194,26 @@ table() {
 	}
 	END {
 		# Columns: the known transports first, in this order.
-		split("tcp visock smc-r rsocket verbs verbs-ev", known, " ")
+		nk = split("tcp ktls ktls-chacha visock visock-gcm visock-chacha visock-gmac " \
+			"smc-r rsocket verbs verbs-ev", known, " ")
 		nc = 0
-		for (i = 1; i <= 6; i++)
+		for (i = 1; i <= nk; i++)
 			if (known[i] in seen) { col[++nc] = known[i]; iscol[known[i]] = 1 }
 		for (i = 1; i <= nl; i++)
 			if (!(lorder[i] in iscol)) col[++nc] = lorder[i]
+		# Ratios: numerator rnum, denominator rat, column head rhead.
+		# The first three always; the transform pairs when both
+		# sides ran.
+		nrat = 3
+		rnum[1] = rnum[2] = rnum[3] = "visock"
 		rat[1] = "smc-r"; rat[2] = "rsocket"; rat[3] = "verbs"
+		for (r = 1; r <= 3; r++) rhead[r] = "v/" rat[r]
+		if (("visock-gcm" in seen) && ("ktls" in seen)) {
+			rnum[++nrat] = "visock-gcm"; rat[nrat] = "ktls"; rhead[nrat] = "vgcm/ktls"
+		}
+		if (("visock-chacha" in seen) && ("ktls-chacha" in seen)) {
+			rnum[++nrat] = "visock-chacha"; rat[nrat] = "ktls-chacha"; rhead[nrat] = "vcha/kcha"
+		}
 		# Rows by group, then size, then first appearance.
 		ng = split("crrfirst crr crrlat rtt rttp99 stream par iperf3 sockperf sockperfp99 " \
 			"cpu pkts rcqe wr wc rtpkts rtwr", gl, " ")
@@ -216,20 +233,23 @@ table() {
 		if (info != "")
 			print info
 		printf "%-44s %-8s", "metric", "unit"
-		for (c = 1; c <= nc; c++) printf " %9s", col[c]
-		for (r = 1; r <= 3; r++) printf " %9s", "v/" rat[r]
+		for (c = 1; c <= nc; c++) {
+			cw[c] = length(col[c]) > 9 ? length(col[c]) : 9
+			printf " %" cw[c] "s", col[c]
+		}
+		for (r = 1; r <= nrat; r++) printf " %9s", rhead[r]
 		printf "\n"
 		if (csv != "") {
 			printf "metric,unit,better,group,size" > csv
 			for (c = 1; c <= nc; c++) printf ",%s", col[c] > csv
-			for (r = 1; r <= 3; r++) printf ",visock/%s", rat[r] > csv
+			for (r = 1; r <= nrat; r++) printf ",%s/%s", rnum[r], rat[r] > csv
 			printf "\n" > csv
 		}
 		for (i = 1; i <= nr; i++) {
 			id = rorder[i]
 			printf "%-44s %-8s", rname[id], runit[id]
-			for (c = 1; c <= nc; c++) printf " %9s", fmt(cell(id, col[c]))
-			for (r = 1; r <= 3; r++) printf " %9s", ratio(id, "visock", rat[r])
+			for (c = 1; c <= nc; c++) printf " %" cw[c] "s", fmt(cell(id, col[c]))
+			for (r = 1; r <= nrat; r++) printf " %9s", ratio(id, rnum[r], rat[r])
 			printf "\n"
 			if (csv == "") continue
 			nm = rname[id]
@@ -239,8 +259,8 @@ table() {
 				x = cell(id, col[c])
 				printf ",%s", num(x) ? x : (x ~ /^err/ ? "ERR" : "") > csv
 			}
-			for (r = 1; r <= 3; r++) {
-				x = ratio(id, "visock", rat[r])
+			for (r = 1; r <= nrat; r++) {
+				x = ratio(id, rnum[r], rat[r])
 				printf ",%s", num(x) ? x : "" > csv
 			}
 			printf "\n" > csv
@@ -248,6 +268,8 @@ table() {
 		print ""
 		print "v/X: visock divided by X (throughput and conn/s: above 1 is better for visock;"
 		print "us, s/GiB and per-KiB counts: below 1 is better).  -: not applicable or not run."
+		if (nrat > 3)
+			print "vgcm/ktls: visock-gcm / ktls, vcha/kcha: visock-chacha / ktls-chacha (the same AEAD), read alike."
 		for (i = 1; i <= nn; i++)
 			print "[" i "] " notes[i]
 	}' "$1"
@@ -267,7 +289,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${1:-}" = --usage ] || [ -z "${VISOCK_HOST:-}" ] || [ -z "${VISOCK_PEER_IP:-}" ]; then
-	sed -n '4,45s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,47s/^# \{0,1\}//p' "$0" >&2
 	echo "run inside the test bed (VISOCK_HOST, VISOCK_PEER_IP), e.g. via run-bench.sh" >&2
 	exit 2
 fi
@@ -276,7 +298,7 @@ fi
 # Guest side
 # ---------------------------------------------------------------------------
 
-ALL_TRANSPORTS="tcp visock rsocket smc verbs verbs-ev"
+ALL_TRANSPORTS="tcp visock rsocket smc verbs verbs-ev ktls ktls-chacha visock-gcm visock-chacha visock-gmac"
 ALL_TESTS="crr crr-keep rtt stream par iperf3 sockperf"
 SECS=${BENCH_SECS:-5}
 WSIZES=${BENCH_WSIZES:-64 1024 16384 65536 1048576}
@@ -383,7 +405,7 @@ delta() {
 		split(b, x, " "); split(a, y, " ")
 		printf "%s_cpu_s=%.2f %s_pkts=%d %s_recvs=%d", p, (y[1] - x[1]) / hz,
 			p, y[2] + y[3] - x[2] - x[3], p, y[4] - x[4]
-		if (x[5] == "na" || y[5] == "na" || l != "visock")
+		if (x[5] == "na" || y[5] == "na" || l !~ /^visock/)
 			printf " %s_wr=na %s_wc=na", p, p
 		else
 			printf " %s_wr=%d %s_wc=%d", p, y[5] - x[5], p, y[6] - x[6]
@@ -458,13 +480,21 @@ wait_listening() {
 	say "server never said it listens: $(tail -n 2 "$1" | tr '\n' ' ')"
 }
 
-# sock_params LABEL: FAM, PORT and WRAPNAME of a socket transport.
+# sock_params LABEL: FAM, PORT, WRAPNAME and the record layer options
+# XOPT of a socket transport (kernel TLS and visock transforms: the
+# same cipher on both sides of a pair).
 sock_params() {
+	XOPT=()
 	case $1 in
 	tcp) FAM=inet PORT=5301 WRAPNAME=tcp ;;
 	visock) FAM=visock PORT=5302 WRAPNAME=visock ;;
 	smc-r) FAM=smc PORT=5303 WRAPNAME=smc-r ;;
 	rsocket) FAM=inet PORT=5304 WRAPNAME=rsocket ;;
+	ktls) FAM=inet PORT=5305 WRAPNAME=tcp XOPT=(-K gcm-aes-128) ;;
+	ktls-chacha) FAM=inet PORT=5306 WRAPNAME=tcp XOPT=(-K chacha20-poly1305) ;;
+	visock-gcm) FAM=visock PORT=5307 WRAPNAME=visock XOPT=(-X gcm-aes-128) ;;
+	visock-chacha) FAM=visock PORT=5308 WRAPNAME=visock XOPT=(-X chacha20-poly1305) ;;
+	visock-gmac) FAM=visock PORT=5309 WRAPNAME=visock XOPT=(-X gmac-aes-128) ;;
 	*) return 1 ;;
 	esac
 }
@@ -475,7 +505,7 @@ SERVERS=()
 start_server() {
 	sock_params "$1"
 	wrapper "$WRAPNAME"
-	"${WR[@]}" "$BENCH" server -f "$FAM" -p "$PORT" -n 0 -T 86400 \
+	"${WR[@]}" "$BENCH" server -f "$FAM" -p "$PORT" "${XOPT[@]}" -n 0 -T 86400 \
 		>"$VISOCK_RESULTS/server.$1.txt" 2>&1 &
 	SERVERS+=($!)
 	# The first CRR connection is the first one to this peer: it must
@@ -503,8 +533,8 @@ sock_measure() {
 	sock_params "$label"
 	wrapper "$WRAPNAME"
 	SRV=()
-	CLI=("${WR[@]}" "$BENCH" client -c "$VISOCK_PEER_IP" -f "$FAM" -p "$PORT" -l "$label"
-		-T "$((${SECS%.*} * 4 + 300))" "$@")
+	CLI=("${WR[@]}" "$BENCH" client -c "$VISOCK_PEER_IP" -f "$FAM" -p "$PORT" "${XOPT[@]}"
+		-l "$label" -T "$((${SECS%.*} * 4 + 300))" "$@")
 	measure "$label" "$test" "$size"
 }
 
@@ -719,8 +749,10 @@ rsocket_ready() {
 	both_ok rsocket-setup "$why" || { note rsocket all "" "$WHY_BOTH"; return 1; }
 }
 
-VISOCK_LOADED=0
+VISOCK_LOADED=0 VISOCK_OK=
 visock_ready() {
+	[ -z "$VISOCK_OK" ] || { [ "$VISOCK_OK" = 1 ]; return; }
+	VISOCK_OK=0
 	local why=ok ko=${VISOCK_SRC:-/nonexistent}/build/$KVER/visock.ko
 	modprobe ib_core
 	# The bed loads the freshly built module; real hosts may have it
@@ -744,6 +776,68 @@ visock_ready() {
 		fi
 	fi
 	both_ok visock-setup "$why" || { note visock all "" "$WHY_BOTH"; return 1; }
+	VISOCK_OK=1
+}
+
+# Kernel TLS needs the tls module (CONFIG_TLS) on both hosts.
+KTLS_OK=
+ktls_ready() {
+	local why=ok
+	if [ -n "$KTLS_OK" ]; then
+		[ "$KTLS_OK" = 1 ] || note "$1" all "" "$KTLS_WHY"
+		[ "$KTLS_OK" = 1 ]
+		return
+	fi
+	KTLS_OK=0
+	if [ ! -d /sys/module/tls ] && ! modprobe tls 2>"$VISOCK_RESULTS/tls.txt"; then
+		why="no kernel TLS: modprobe tls failed: $(tr '\n' ' ' <"$VISOCK_RESULTS/tls.txt")"
+	fi
+	KTLS_WHY=$why
+	both_ok ktls-setup "$why" || { KTLS_WHY=$WHY_BOTH; note "$1" all "" "$WHY_BOTH"; return 1; }
+	KTLS_OK=1
+}
+
+# visock's transforms need an authenticated handshake: the same
+# pre-shared key on both hosts (fixed, for the benchmark only) and
+# net.visock.auth 1.  Each transport asks for its transform with the
+# VISOCK_TRANSFORM socket option (visock_bench -X), so that plain visock
+# runs without one in the same run.
+BENCH_PSK=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
+BENCH_PSK_ID=4242
+XFORM_OK= AUTH_SAVED=
+xform_ready() {
+	local why=ok ctl=${VISOCK_SRC:-/nonexistent}/tools/visock/visockctl
+	if [ -n "$XFORM_OK" ]; then
+		[ "$XFORM_OK" = 1 ] || note "$1" all "" "$XFORM_WHY"
+		[ "$XFORM_OK" = 1 ]
+		return
+	fi
+	XFORM_OK=0 XFORM_WHY="visock is not ready on both hosts"
+	visock_ready || { note "$1" all "" "$XFORM_WHY"; return 1; }
+	if [ ! -x "$ctl" ]; then
+		ctl=$(command -v visockctl || echo "$ctl")
+	fi
+	if [ ! -e /proc/sys/net/visock/transform ]; then
+		why="this visock has no transforms (no net.visock.transform)"
+	elif ! "$ctl" key add "$BENCH_PSK_ID" name bench secret-file - \
+		<<<"$BENCH_PSK" >"$VISOCK_RESULTS/psk.txt" 2>&1; then
+		why="visockctl key add failed: $(tr '\n' ' ' <"$VISOCK_RESULTS/psk.txt")"
+	else
+		AUTH_SAVED=$(sysctl -n net.visock.auth)
+		[ "$AUTH_SAVED" != 0 ] || sysctl -qw net.visock.auth=1
+		say "visock transforms: key $BENCH_PSK_ID, auth $(sysctl -n net.visock.auth)"
+	fi
+	XFORM_WHY=$why
+	both_ok xform-setup "$why" || { XFORM_WHY=$WHY_BOTH; note "$1" all "" "$WHY_BOTH"; return 1; }
+	XFORM_OK=1
+}
+
+xform_cleanup() {
+	local ctl=${VISOCK_SRC:-/nonexistent}/tools/visock/visockctl
+	[ -n "$AUTH_SAVED" ] || return 0
+	[ -x "$ctl" ] || ctl=visockctl
+	"$ctl" key del "$BENCH_PSK_ID" >/dev/null 2>&1 || say "visockctl key del failed"
+	sysctl -qw net.visock.auth="$AUTH_SAVED"
 }
 
 # for_each TEST SIZE ARGS...: TEST of every active transport, one after
@@ -754,7 +848,11 @@ for_each() {
 	for l in "${ACTIVE[@]}"; do
 		if is_sock "$l"; then
 			case $test in
-			iperf3|sockperf) app_measure "$l" "$test" ;;
+			iperf3|sockperf)
+				# Unmodified programs get no kernel TLS keys or
+				# transform of their own: no such rows.
+				[ "${#XOPT[@]}" = 0 ] || continue
+				app_measure "$l" "$test" ;;
 			*) sock_measure "$l" "$test" "$size" "$@" ;;
 			esac
 		else
@@ -774,7 +872,13 @@ say "kernel $KVER, $IBDEV: $(cat "$PORTDIR/state")"
 
 ACTIVE=()
 if transport_wanted tcp; then ACTIVE+=(tcp); fi
+for l in ktls ktls-chacha; do
+	if transport_wanted "$l" && ktls_ready "$l"; then ACTIVE+=("$l"); fi
+done
 if transport_wanted visock && visock_ready; then ACTIVE+=(visock); fi
+for l in visock-gcm visock-chacha visock-gmac; do
+	if transport_wanted "$l" && xform_ready "$l"; then ACTIVE+=("$l"); fi
+done
 if transport_wanted smc && smc_ready; then ACTIVE+=(smc-r); fi
 if transport_wanted rsocket && rsocket_ready; then ACTIVE+=(rsocket); fi
 if transport_wanted verbs; then ACTIVE+=(verbs); fi
@@ -814,7 +918,8 @@ if [ "$VISOCK_HOST" = a ] && [[ " ${ACTIVE[*]} " == *" smc-r "* ]]; then
 		note smc-r all "" "few or no RoCE packets: the connections may have fallen back to TCP"
 fi
 sync_point end
-if [[ " ${ACTIVE[*]} " == *" visock "* ]] && [ "$VISOCK_LOADED" = 0 ]; then
+xform_cleanup
+if [ "$VISOCK_OK" = 1 ] && [ "$VISOCK_LOADED" = 0 ]; then
 	rmmod visock || say "rmmod visock failed"
 fi
 if [ "$VISOCK_HOST" = a ]; then

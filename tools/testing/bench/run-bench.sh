@@ -3,9 +3,9 @@
 #
 # run-bench.sh - host side of "make bench": boots the two-host QEMU +
 # Soft-RoCE bed (tools/testing/vm/vm.sh), runs bench.sh in both guests and
-# prints the side-by-side table of TCP, visock, SMC-R, rsocket and raw
-# verbs (perftest), with the ratios visock/SMC-R, visock/rsocket and
-# visock/raw verbs, as text, CSV and a PNG chart.
+# prints the side-by-side table of TCP, visock, SMC-R, rsocket, raw verbs
+# (perftest), kernel TLS and visock's transforms, with the ratios visock/X
+# and visock-gcm/ktls, as text, CSV and a PNG chart.
 #
 #   run-bench.sh [-h]
 #
