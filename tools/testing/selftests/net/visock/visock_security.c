@@ -3591,7 +3591,10 @@ static void xform_policy(struct vt_ctx *c, const char *rule)
 		  "visockctl policy does not list '%s': %.300s", rule, out);
 }
 
-/* Client: one connection under a require rule falls back with reason 21. */
+/*
+ * One connection that a required pair keeps on TCP: reason 21 on this
+ * end, and counted here.
+ */
 static void xform_require_round(struct vt_ctx *c, const char *what)
 {
 	long long fb0 = hu_proc("fallback_xform_required");
@@ -3649,25 +3652,6 @@ static void xform_require(struct vt_ctx *c)
 		xform_policy(c, NULL);
 }
 
-/*
- * One connection that must fall back with reason XFORM_REQUIRED on both
- * ends, counted on the server; every byte through TCP.
- */
-static void xform_srv_require_round(struct vt_ctx *c, const char *what)
-{
-	long long fb0 = hu_proc("fallback_xform_required");
-	int fd;
-
-	fd = psk_connect(c);
-	psk_expect_fallback(fd, VISOCK_FB_XFORM_REQUIRED, what);
-	if (!vt_is_client(c))
-		vt_assert(hu_proc("fallback_xform_required") >= fb0 + 1,
-			  "%s: fallback_xform_required %lld, was %lld",
-			  what, hu_proc("fallback_xform_required"), fb0);
-	vt_sync(c, "checked");
-	close(fd);
-}
-
 static void xform_require_server(struct vt_ctx *c)
 {
 	const char *side = vt_is_client(c) ? "client" : "server";
@@ -3690,13 +3674,13 @@ static void xform_require_server(struct vt_ctx *c)
 
 	/* (a) an authenticated client that asks for no transform */
 	snprintf(what, sizeof(what), "%s, client asking for none", side);
-	xform_srv_require_round(c, what);
+	xform_require_round(c, what);
 
 	/* (b) a client that does not authenticate */
 	if (vt_is_client(c))
 		hu_sysctl_set("auth", 0);
 	snprintf(what, sizeof(what), "%s, client without auth", side);
-	xform_srv_require_round(c, what);
+	xform_require_round(c, what);
 
 	/* (c) a client that asks for the server's pair */
 	if (vt_is_client(c)) {
