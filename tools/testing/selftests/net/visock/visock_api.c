@@ -408,8 +408,63 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/*
+ * TCP takes its receive stamp from the skb, and the kernel stamps skbs
+ * only while some socket wants stamps.  The first socket to ask turns
+ * that on from a work item, so bytes that arrive just after the
+ * setsockopt() may carry no stamp, and TCP then sends no control
+ * message.  The keeper is a loopback TCP pair with SO_TIMESTAMP on; it
+ * returns once a byte through it came back stamped (so stamping is on)
+ * and keeps it on until ts_keeper_end().
+ */
+struct ts_keeper {
+	int lfd, wfd, rfd;
+};
+
+static void ts_keeper_start(struct ts_keeper *tk)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	uint8_t b = 0;
+	struct rcv r;
+	int one = 1, i;
+
+	tk->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	vt_try(tk->lfd, "keeper: socket");
+	vt_try(bind(tk->lfd, (struct sockaddr *)&a, sizeof(a)), "keeper: bind");
+	vt_try(listen(tk->lfd, 1), "keeper: listen");
+	vt_try(getsockname(tk->lfd, (struct sockaddr *)&a, &alen),
+	       "keeper: getsockname");
+	tk->wfd = socket(AF_INET, SOCK_STREAM, 0);
+	vt_try(tk->wfd, "keeper: socket");
+	vt_try(connect(tk->wfd, (struct sockaddr *)&a, sizeof(a)),
+	       "keeper: connect");
+	tk->rfd = accept(tk->lfd, NULL, NULL);
+	vt_try(tk->rfd, "keeper: accept");
+	vt_try(setsockopt(tk->rfd, SOL_SOCKET, SO_TIMESTAMP_OLD, &one,
+			  sizeof(one)), "keeper: SO_TIMESTAMP");
+	for (i = 0; i < WAIT_MS / 20; i++) {
+		su_write_all(tk->wfd, &b, 1);
+		su_wait_bytes(tk->rfd, 1);
+		do_recv(tk->rfd, &b, 1, 0, &r);
+		if (r.ret == 1 && r.ts_level == SOL_SOCKET)
+			return;
+		poll(NULL, 0, 20);
+	}
+	vt_fail("keeper: no loopback TCP stamp within %d ms", WAIT_MS);
+}
+
+static void ts_keeper_end(struct ts_keeper *tk)
+{
+	close(tk->rfd);
+	close(tk->wfd);
+	close(tk->lfd);
+}
+
 static void ts_check(struct vt_ctx *c, int fd, const char *k)
 {
+	struct ts_keeper tk;
 	const struct ts_case *tc;
 	long long t0, t1, at, prev;
 	int64_t f[2];
@@ -418,6 +473,7 @@ static void ts_check(struct vt_ctx *c, int fd, const char *k)
 	int round, off = 0;
 	size_t i;
 
+	ts_keeper_start(&tk);
 	for (i = 0; i < ARRAY_SIZE(ts_cases); i++) {
 		tc = &ts_cases[i];
 		vt_try(setsockopt(fd, SOL_SOCKET, tc->opt, &tc->val,
@@ -466,6 +522,7 @@ static void ts_check(struct vt_ctx *c, int fd, const char *k)
 	vt_assert(r.ret == 100 && !r.ncmsg,
 		  "%s: timestamps off: %zd bytes, %d control messages", k, r.ret,
 		  r.ncmsg);
+	ts_keeper_end(&tk);
 }
 
 /* ---- runner ---- */
