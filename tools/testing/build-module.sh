@@ -33,9 +33,16 @@ KCHROOT="$ROOT/tools/testing/kernel-chroot.sh"
 # gate with a missing or broken one).
 SPARSE=${VISOCK_SPARSE:-sparse}
 
-# kbuild with W=1 and sparse on every C file.
+# kbuild with W=1 and sparse on every C file.  A parent "make -s" hands
+# its "s" down in MAKEFLAGS, and kbuild then prints no CHECK lines, which
+# the gate below needs: drop it from the single-letter flags.
 kmake() { # KDIR DIR TARGET
-	"${run[@]}" make -C "$1" M="$2" W=1 C=2 CHECK="$SPARSE" "$3"
+	local mf=${MAKEFLAGS-} first
+
+	first=${mf%% *}
+	[[ $first == -* ]] || mf=${first//s/}${mf:${#first}}
+	MAKEFLAGS=$mf "${run[@]}" make -C "$1" M="$2" W=1 C=2 \
+		CHECK="$SPARSE" "$3"
 }
 
 # Positive control: sparse must flag the __user dereference below.
