@@ -332,7 +332,7 @@ static void parse_end(const char *line, unsigned int seq,
 /*
  * Run one half of @t in a child process.  While it runs, watch @meta for
  * the peer's END line (stored in @peer_end, *got_end set): once the peer
- * half is over, ours gets VT_GRACE_MS to finish.
+ * half is over, ours gets VT_GRACE_MS (times the time scale) to finish.
  */
 static void run_half(const struct vt_test *t, enum vt_role role, int ctl,
 		     int meta, char *peer_end, size_t end_size, bool *got_end,
@@ -412,7 +412,8 @@ static void run_half(const struct vt_test *t, enum vt_role role, int ctl,
 				 now > deadline ?
 				 "timed out after %u s" :
 				 "still running %u s after the peer half ended",
-				 now > deadline ? timeout : VT_GRACE_MS / 1000);
+				 now > deadline ? timeout :
+				 VT_GRACE_MS / 1000 * vt_time_scale);
 			ktap_diag("%s%s: %s, killing it",
 				  role == VT_ROLE_SERVER ? "[server] " :
 				  ctl >= 0 ? "[client] " : "", t->name,
@@ -428,7 +429,8 @@ static void run_half(const struct vt_test *t, enum vt_role role, int ctl,
 						 "END 0 fail control connection lost: %s",
 						 strerror(errno));
 				*got_end = true;
-				grace = ctl_now_ms() + VT_GRACE_MS;
+				grace = ctl_now_ms() +
+					(long long)VT_GRACE_MS * vt_time_scale;
 			}
 		} else {
 			usleep(20000);
