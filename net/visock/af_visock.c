@@ -1169,7 +1169,10 @@ static int visock_setsockopt_socket(struct socket *sock, int optname,
 		return sock_setsockopt(sock, SOL_SOCKET, optname, optval,
 				       optlen);
 
-	/* One copy for both sockets: they must see the same value. */
+	/*
+	 * One copy for both sockets, so that they see the same value (of
+	 * SO_TIMESTAMPING, the internal socket gets the receive flags).
+	 */
 	len = min_t(unsigned int, optlen, sizeof(buf));
 	if (copy_from_sockptr(buf, optval, len))
 		return -EFAULT;
@@ -1179,6 +1182,8 @@ static int visock_setsockopt_socket(struct socket *sock, int optname,
 			      len);
 	if (err)
 		return err;
+	if (optname == SO_TIMESTAMPING_OLD || optname == SO_TIMESTAMPING_NEW)
+		visock_sockopt_tcp_tstamp(buf, len);
 	return sock_setsockopt(vsk->tcp, SOL_SOCKET, optname,
 			       KERNEL_SOCKPTR(buf), len);
 }

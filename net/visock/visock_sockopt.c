@@ -35,7 +35,9 @@
  * (the socket layer reads them back from there); the listed ones are
  * also applied to the internal socket, because TCP acts on them.  A
  * socket filter (SO_ATTACH_FILTER, SO_ATTACH_BPF) is never passed on:
- * it could drop or trim the segments of visock's own messages.
+ * it could drop or trim the segments of visock's own messages.  Of
+ * SO_TIMESTAMPING the internal socket gets the receive flags only
+ * (visock_sockopt_tcp_tstamp()).
  *
  * SOL_VISOCK, VISOCK_TRANSFORM: the transform pair the socket's
  * connections ask for in the handshake (visock_hs_xform_pref() weighs it
@@ -45,6 +47,7 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/ipv6.h>
+#include <linux/net_tstamp.h>
 #include <linux/socket.h>
 #include <linux/tcp.h>
 #include <net/sock.h>
@@ -81,6 +84,8 @@ static bool visock_sockopt_socket(int optname)
 	case SO_TIMESTAMP_NEW:
 	case SO_TIMESTAMPNS_OLD:
 	case SO_TIMESTAMPNS_NEW:
+	case SO_TIMESTAMPING_OLD:
+	case SO_TIMESTAMPING_NEW:
 		return true;
 	default:
 		return false;
@@ -231,6 +236,33 @@ bool visock_sockopt_forwarded(int level, int optname)
 	default:
 		return false;
 	}
+}
+
+/**
+ * visock_sockopt_tcp_tstamp() - SO_TIMESTAMPING as the internal socket
+ *	gets it
+ * @buf: the value the application passed (an int, or a struct
+ *	so_timestamping: its flags come first either way), changed in place
+ * @len: its length
+ *
+ * Keeps the receive flags, which give a connection on TCP the receive
+ * stamps the application asked for.  Transmit stamps would be queued on
+ * the error queue of the internal socket, which the application never
+ * reads, and a stamp counter (SOF_TIMESTAMPING_OPT_ID) would count
+ * visock's own messages too: those flags stay on the visock socket.
+ *
+ * Context: any.
+ */
+void visock_sockopt_tcp_tstamp(u8 *buf, unsigned int len)
+{
+	u32 flags;
+
+	if (len < sizeof(flags))
+		return;
+	memcpy(&flags, buf, sizeof(flags));
+	flags &= SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_RX_HARDWARE |
+		 SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
+	memcpy(buf, &flags, sizeof(flags));
 }
 
 /**

@@ -12,6 +12,7 @@
 struct visock_sock;
 
 bool visock_sockopt_forwarded(int level, int optname);
+void visock_sockopt_tcp_tstamp(u8 *buf, unsigned int len);
 int visock_sockopt_set_xform(struct visock_sock *vsk, sockptr_t optval,
 			     unsigned int optlen);
 u32 visock_sockopt_get_xform(const struct visock_sock *vsk);

@@ -32,6 +32,7 @@
 #include "visock.h"
 #include "visock_ib.h"
 #include "visock_inner.h"
+#include "visock_sockopt.h"
 #include "visock_tcp.h"
 
 /* Caller holds tsk->sk_callback_lock, for reading or writing. */
@@ -227,6 +228,43 @@ void visock_tcp_release(struct visock_sock *vsk)
 	sock_release(tcp);
 }
 
+/*
+ * The receive timestamp options of @sk on the internal socket @tsock, as
+ * visock_setsockopt() passes them on where it sees them: SO_TIMESTAMP and
+ * SO_TIMESTAMPNS (old or new form), and SO_TIMESTAMPING's receive flags.
+ * Set through the socket layer, which turns the stack's stamping on and
+ * off with them.
+ */
+static void visock_tcp_sync_tstamp(struct sock *sk, struct socket *tsock)
+{
+	bool want = sock_flag(sk, SOCK_RCVTSTAMP);
+	bool ns = sock_flag(sk, SOCK_RCVTSTAMPNS);
+	bool new = sock_flag(sk, SOCK_TSTAMP_NEW);
+	struct sock *tsk = tsock->sk;
+	u32 flags = READ_ONCE(sk->sk_tsflags);
+	int opt, val;
+
+	visock_sockopt_tcp_tstamp((u8 *)&flags, sizeof(flags));
+	if (READ_ONCE(tsk->sk_tsflags) != flags ||
+	    (flags && sock_flag(tsk, SOCK_TSTAMP_NEW) != new)) {
+		opt = new ? SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD;
+		val = flags;
+		sock_setsockopt(tsock, SOL_SOCKET, opt, KERNEL_SOCKPTR(&val),
+				sizeof(val));
+	}
+	if (sock_flag(tsk, SOCK_RCVTSTAMP) != want ||
+	    (want && (sock_flag(tsk, SOCK_RCVTSTAMPNS) != ns ||
+		      sock_flag(tsk, SOCK_TSTAMP_NEW) != new))) {
+		if (ns)
+			opt = new ? SO_TIMESTAMPNS_NEW : SO_TIMESTAMPNS_OLD;
+		else
+			opt = new ? SO_TIMESTAMP_NEW : SO_TIMESTAMP_OLD;
+		val = want;
+		sock_setsockopt(tsock, SOL_SOCKET, opt, KERNEL_SOCKPTR(&val),
+				sizeof(val));
+	}
+}
+
 /**
  * visock_tcp_sync_opts() - bring the internal TCP socket up to date
  * @vsk: visock socket
@@ -237,11 +275,12 @@ void visock_tcp_release(struct visock_sock *vsk)
  * kernels this function makes sure that the TCP socket uses the visock
  * socket's values before any call that depends on them: those of every
  * inner socket (visock_inner_sync_opts()), then the linger time and
- * flag, keepalive and, before bind()/connect()/listen(), the bound
- * device.  It only writes what differs.
+ * flag, keepalive, the receive timestamp options and, before
+ * bind()/connect()/listen(), the bound device.  It only writes what
+ * differs.
  *
  * Context: process context; takes the TCP socket's lock when keepalive
- * changes.
+ * or a timestamp option changes.
  */
 void visock_tcp_sync_opts(struct visock_sock *vsk)
 {
@@ -274,6 +313,7 @@ void visock_tcp_sync_opts(struct visock_sock *vsk)
 		sock_valbool_flag(tsk, SOCK_KEEPOPEN, keep);
 		release_sock(tsk);
 	}
+	visock_tcp_sync_tstamp(sk, vsk->tcp);
 }
 
 /* What we announce in a SYN or SYN-ACK sent from namespace @net. */
