@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What an application sees of a TCP socket's receive API, on plain TCP
- * and on a visock connection in RDMA mode between the two hosts
- * (net.visock.enable=1 on both; the runner only runs these after
- * hs.rdma_ready passed).  Every test runs its check twice with the same
- * expectations: once over an AF_INET SOCK_STREAM connection (so the
- * expectations are TCP's) and once over an AF_VISOCK connection whose
- * both ends are in VISOCK_MODE_RDMA before and after the check.  The
+ * and on visock connections between the two hosts (net.visock.enable=1
+ * on both; the runner only runs these after hs.rdma_ready passed).
+ * Every test runs its check three times with the same expectations:
+ * over an AF_INET SOCK_STREAM connection (so the expectations are
+ * TCP's), over an AF_VISOCK connection whose both ends are in
+ * VISOCK_MODE_RDMA before and after the check, and over an AF_VISOCK
+ * connection in VISOCK_MODE_TCP on both ends (the client connects with
+ * net.visock.enable=0 for that moment, so it announces no visock).  The
  * server reads and checks, the client writes what it is told to.
  *
  * inq		TCP_INQ: getsockopt() reads back 1, every recvmsg() has a
@@ -76,22 +78,68 @@
 #define INQ_K		1000		/* bytes read of them first */
 #define LOWAT		1000
 
-/* The two connections every test checks. */
-enum api_kind { API_TCP, API_RDMA };
+/* The connections every test checks. */
+enum api_kind { API_TCP, API_RDMA, API_VTCP, API_NKINDS };
 
-static const char *const kind_name[] = { "TCP", "visock RDMA" };
+static const char *const kind_name[] = { "TCP", "visock RDMA", "visock TCP" };
+
+static long long api_orig_enable = -1;
+
+static void api_cleanup(const struct vt_ctx *c)
+{
+	(void)c;
+	if (api_orig_enable >= 0)
+		hu_write_ll("/proc/sys/net/visock/enable", api_orig_enable);
+	api_orig_enable = -1;
+}
+
+/*
+ * @fd is a visock connection in TCP mode because the client announced no
+ * visock: DISABLED on the client, PEER_NO_VISOCK on the server.
+ */
+static void api_expect_tcp_mode(const struct vt_ctx *c, int fd,
+				const char *what)
+{
+	unsigned int want = vt_is_client(c) ? VISOCK_FB_DISABLED :
+					      VISOCK_FB_PEER_NO_VISOCK;
+	struct visock_info vi;
+
+	hu_get_info(fd, &vi);
+	vt_assert(vi.vi_mode == VISOCK_MODE_TCP &&
+		  vi.vi_fallback_reason == want,
+		  "%s: mode %u, fallback reason %u (%s), expected TCP (%u) for reason %u (%s)",
+		  what, vi.vi_mode, vi.vi_fallback_reason,
+		  hu_fb_name(vi.vi_fallback_reason), VISOCK_MODE_TCP, want,
+		  hu_fb_name(want));
+}
 
 static int api_pair(struct vt_ctx *c, enum api_kind kind)
 {
 	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
+	const char *what = vt_is_client(c) ? "connect()ed socket" :
+					     "accept()ed socket";
 	int fd;
 
-	if (kind == API_TCP) {
+	switch (kind) {
+	case API_TCP:
 		fd = su_pair_fam(c, VT_FAMILY_INET, false);
-	} else {
+		break;
+	case API_RDMA:
 		fd = su_pair_fam(c, VT_FAMILY_VISOCK, false);
-		hu_expect_rdma(fd, vt_is_client(c) ? "connect()ed socket" :
-			       "accept()ed socket", NULL);
+		hu_expect_rdma(fd, what, NULL);
+		break;
+	default:
+		if (vt_is_client(c)) {
+			api_orig_enable = hu_sysctl("enable");
+			vt_assert(api_orig_enable >= 0, "net.visock.enable: %s",
+				  strerror(errno));
+			vt_set_cleanup(api_cleanup);
+			hu_sysctl_set("enable", 0);
+		}
+		fd = su_pair_fam(c, VT_FAMILY_VISOCK, false);
+		api_cleanup(c);
+		api_expect_tcp_mode(c, fd, what);
+		break;
 	}
 	vt_try(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
 	       "setsockopt(SO_RCVTIMEO)");
@@ -100,10 +148,12 @@ static int api_pair(struct vt_ctx *c, enum api_kind kind)
 	return fd;
 }
 
-static void api_done(int fd, enum api_kind kind)
+static void api_done(const struct vt_ctx *c, int fd, enum api_kind kind)
 {
 	if (kind == API_RDMA)
 		hu_expect_rdma(fd, "after the checks", NULL);
+	else if (kind == API_VTCP)
+		api_expect_tcp_mode(c, fd, "after the checks");
 	close(fd);
 }
 
@@ -534,7 +584,7 @@ static void api_run(struct vt_ctx *c,
 	int fd;
 
 	hu_need_rdma(c);
-	for (kind = API_TCP; kind <= API_RDMA; kind++) {
+	for (kind = API_TCP; kind < API_NKINDS; kind++) {
 		vt_sync(c, kind_name[kind]);
 		fd = api_pair(c, kind);
 		if (vt_is_client(c)) {
@@ -543,7 +593,7 @@ static void api_run(struct vt_ctx *c,
 			check(c, fd, kind_name[kind]);
 			vt_send(c, "end");
 		}
-		api_done(fd, kind);
+		api_done(c, fd, kind);
 	}
 }
 
