@@ -171,6 +171,35 @@ static void visock_sk_destruct(struct sock *sk)
 }
 
 static void visock_accept_work(struct work_struct *work);
+static bool visock_settling(const struct visock_sock *vsk);
+
+/*
+ * sk_state_change() and sk_write_space() of a visock socket.  While the
+ * connection settles, poll() reports neither EPOLLIN nor EPOLLOUT, and
+ * what TCP, the handshake and the data path report meanwhile (TCP is up,
+ * TCP has room, the ring is ready) changes nothing an application sees:
+ * those wake-ups are dropped.  io_uring retries an operation after any
+ * wake-up, and a CONNECT retried then would complete with EALREADY where
+ * TCP's only retries once the connection is up.  Whoever settles the
+ * connection, ends it or closes the socket wakes everybody afterwards
+ * (visock_hs_wake(), sk_error_report(), the close paths), with
+ * visock_settling() false by then.
+ */
+static void visock_sk_state_change(struct sock *sk)
+{
+	struct visock_sock *vsk = visock_sk(sk);
+
+	if (!visock_settling(vsk))
+		vsk->own_state_change(sk);
+}
+
+static void visock_sk_write_space(struct sock *sk)
+{
+	struct visock_sock *vsk = visock_sk(sk);
+
+	if (!visock_settling(vsk))
+		vsk->own_write_space(sk);
+}
 
 /*
  * Inet visock socks (IPPROTO_VISOCK, and their accepted children) would
@@ -220,6 +249,10 @@ void visock_sk_init(struct sock *sk, int family)
 
 	vsk->family_destruct = sk->sk_destruct;
 	sk->sk_destruct = visock_sk_destruct;
+	vsk->own_state_change = sk->sk_state_change;
+	sk->sk_state_change = visock_sk_state_change;
+	vsk->own_write_space = sk->sk_write_space;
+	sk->sk_write_space = visock_sk_write_space;
 	sk->sk_state = TCP_CLOSE;
 
 	vsk->tcp = NULL;

@@ -367,6 +367,10 @@ struct visock_mode_ops {
  * @saved_write_space: see @saved_data_ready
  * @saved_state_change: see @saved_data_ready
  * @saved_error_report: see @saved_data_ready
+ * @own_state_change: @sk's sk_state_change() as sock_init_data() set
+ *	it, called by visock_sk_state_change() unless the connection is
+ *	settling
+ * @own_write_space: the same for sk_write_space()
  * @diag_node: entry in the socket list of the namespace (struct
  *	visock_net.sk_list), under its sk_lock
  * @diag_id: number of the socket in that list (constant)
@@ -438,6 +442,8 @@ struct visock_sock {
 	void (*saved_write_space)(struct sock *sk);
 	void (*saved_state_change)(struct sock *sk);
 	void (*saved_error_report)(struct sock *sk);
+	void (*own_state_change)(struct sock *sk);
+	void (*own_write_space)(struct sock *sk);
 
 	struct list_head diag_node;
 	u64 diag_id;
