@@ -337,6 +337,8 @@ int visock_sock_setup(struct visock_sock *vsk)
 	/* SOL_SOCKET options reach visock_setsockopt() to be mirrored. */
 	if (VISOCK_HAVE_CUSTOM_SOCKOPT)
 		set_bit(SOCK_CUSTOM_SOCKOPT, &sk->sk_socket->flags);
+	/* io_uring's SEND_ZC, as on TCP: see visock_sendmsg(). */
+	set_bit(SOCK_SUPPORT_ZC, &sk->sk_socket->flags);
 	return 0;
 }
 
@@ -693,6 +695,7 @@ static int visock_accept(VISOCK_ACCEPT_ARGS)
 	newsock->state = SS_CONNECTED;
 	if (VISOCK_HAVE_CUSTOM_SOCKOPT)
 		set_bit(SOCK_CUSTOM_SOCKOPT, &newsock->flags);
+	set_bit(SOCK_SUPPORT_ZC, &newsock->flags);
 	release_sock(nsk);
 out:
 	release_sock(sk);
@@ -1044,6 +1047,16 @@ static int visock_ioctl(struct socket *sock, unsigned int cmd,
 	return vsk->tcp->ops->ioctl(vsk->tcp, cmd, arg);
 }
 
+/*
+ * A zerocopy send (MSG_ZEROCOPY with @msg->msg_ubuf, io_uring's SEND_ZC
+ * and SENDMSG_ZC; the socket has SOCK_SUPPORT_ZC) reaches the mode's
+ * sendmsg() unchanged.  On TCP (and while a lazy connection is still on
+ * TCP) the internal TCP socket sends it as TCP does, pinning the pages
+ * and completing the notification when TCP lets go of them.  In RDMA
+ * mode the bytes are copied into the ring and @msg->msg_ubuf is left
+ * alone: its owner's reference completes the notification once this
+ * returns, when the caller's buffer is no longer read.
+ */
 static int visock_sendmsg(struct socket *sock, struct msghdr *msg,
 			  size_t len)
 {
