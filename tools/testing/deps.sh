@@ -26,8 +26,11 @@ usage() { sed -n '10,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 # Host packages per entry point.  Every build: the module with W=1 and
 # sparse (the headers come with the kernels, below), the userspace tools
 # (visock_redirect: clang, bpftool, libbpf-dev; libc6-dev is only a
-# recommendation of gcc) and the link helper of the test bed (python3).
-build_pkgs=(gcc make libc6-dev sparse python3 clang bpftool libbpf-dev libmnl-dev)
+# recommendation of gcc), the selftests (visock_uring: liburing-dev, whose
+# liburing2 the guests use from the host) and the link helper of the test
+# bed (python3).
+build_pkgs=(gcc make libc6-dev sparse python3 clang bpftool libbpf-dev libmnl-dev
+	liburing-dev)
 # make check: dkms for the DKMS stage, flex/bison/bc for the UML KUnit
 # kernel, iptables for the middlebox tests, iperf3, sockperf, nginx,
 # curl, wrk and redis for the apps selftests (the guests run the host's

@@ -154,7 +154,8 @@ if [ ! -f "$DIR/visock_stream.c" ] && [ ! -x "$DIR/visock_stream" ] &&
 fi
 for prog in visock_basic visock_test visock_stream visock_hs visock_dp \
 	visock_lgr visock_stress visock_fault visock_preload_test visock_ctl \
-	visock_redirect_test visock_security visock_dgram visock_api; do
+	visock_redirect_test visock_security visock_dgram visock_api \
+	visock_uring; do
 	if [ ! -x "$BIN/$prog" ] && [ -f "$BIN/Makefile" ]; then
 		make -s -C "$BIN" >/dev/null 2>&1
 		break
@@ -209,6 +210,7 @@ add_test redirect.unload
 list_prog hs visock_hs
 list_prog dp visock_dp
 list_prog api visock_api
+list_prog uring visock_uring
 list_prog lgr visock_lgr
 list_prog stress visock_stress
 list_prog fault visock_fault
@@ -342,7 +344,7 @@ fi
 NEED_MODULE=0
 for n in "${TESTS[@]}"; do
 	case "$n" in
-	module.*|basic.*|xhost.srcversion|hs.*|dp.*|api.*|lgr.*|stress.*|fault.*|ctl.*|\
+	module.*|basic.*|xhost.srcversion|hs.*|dp.*|api.*|uring.*|lgr.*|stress.*|fault.*|ctl.*|\
 	redirect.*|apps.*|dgram.*|dgram_udp.*|\
 	preload.*|preload_hs.*) NEED_MODULE=1 ;;
 	stream_*) [ "$FAMILY" = visock ] && NEED_MODULE=1 ;;
@@ -929,13 +931,13 @@ hs_pass() {
 	local wait_s=120 why g
 
 	if [ "$FAMILY" != visock ]; then
-		for g in hs dp api lgr stress fault security ctl stream_hs stream_hslo apps; do
+		for g in hs dp api uring lgr stress fault security ctl stream_hs stream_hslo apps; do
 			finish_group "$g" skip "family $FAMILY: needs AF_VISOCK"
 		done
 		return
 	fi
 	if ! group_selected hs && ! group_selected dp &&
-	   ! group_selected api &&
+	   ! group_selected api && ! group_selected uring &&
 	   ! group_selected lgr && ! group_selected stress &&
 	   ! group_selected fault && ! group_selected security &&
 	   ! group_selected ctl && ! group_selected stream_hs &&
@@ -959,7 +961,8 @@ hs_pass() {
 	# hs.rdma_ready decides about dp and stream_hs: run it even if not
 	# picked.
 	EXTRA_PICKS=()
-	if group_selected dp || group_selected api || group_selected lgr ||
+	if group_selected dp || group_selected api ||
+	   group_selected uring || group_selected lgr ||
 	   group_selected stress || group_selected fault || group_selected security ||
 	   group_selected ctl ||
 	   group_selected stream_hs || group_selected redirect_hs ||
@@ -970,7 +973,7 @@ hs_pass() {
 	case "$ROLE" in
 	client)
 		if group_selected hs || group_selected dp || group_selected api ||
-		   group_selected lgr ||
+		   group_selected uring || group_selected lgr ||
 		   group_selected stress || group_selected fault ||
 		   group_selected security ||
 		   group_selected ctl || group_selected stream_hs ||
@@ -981,7 +984,7 @@ hs_pass() {
 		fi ;;
 	server)
 		if group_selected hs || group_selected dp || group_selected api ||
-		   group_selected lgr ||
+		   group_selected uring || group_selected lgr ||
 		   group_selected stress || group_selected fault ||
 		   group_selected security ||
 		   group_selected ctl || group_selected stream_hs ||
@@ -999,6 +1002,7 @@ hs_pass() {
 	single)
 		finish_group dp skip "role single: no peer host"
 		finish_group api skip "role single: no peer host"
+		finish_group uring skip "role single: no peer host"
 		finish_group lgr skip "role single: no peer host"
 		finish_group stress skip "role single: no peer host"
 		finish_group fault skip "role single: no peer host"
@@ -1017,6 +1021,8 @@ hs_pass() {
 		rdma_group dp visock_dp
 		# The receive API compared with TCP's.
 		rdma_group api visock_api
+		# io_uring's socket operations compared with TCP's.
+		rdma_group uring visock_uring
 		# Link groups: shared QPs, pools, idle teardown.
 		[ -z "$why" ] && [ "$ROLE" = client ] && alt_ip_add
 		rdma_group lgr visock_lgr
