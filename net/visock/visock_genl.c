@@ -133,6 +133,7 @@ static int visock_genl_put_stats(struct sk_buff *skb, struct net *net)
 	PUT(LGR_WAITS, atomic64_read(&vn->lgr_waits));
 	PUT(LGR_RETIRED, atomic64_read(&vn->lgr_retired));
 	PUT(LGR_STALE, g.lgr_stale);
+	PUT(REC_AUTH_FAILED, atomic64_read(&vn->rec_auth_failed));
 #undef PUT
 	/* One u64 per reason, the reason as type; type 0 is padding. */
 	fb = nla_nest_start(skb, VISOCK_STATS_A_FALLBACK);

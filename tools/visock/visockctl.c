@@ -1390,6 +1390,7 @@ static const struct {
 	{ VISOCK_STATS_A_LGR_WAITS, "lgr_qp_waits" },
 	{ VISOCK_STATS_A_LGR_RETIRED, "lgr_qps_retired" },
 	{ VISOCK_STATS_A_LGR_STALE, "lgr_stale_dropped" },
+	{ VISOCK_STATS_A_REC_AUTH_FAILED, "rec_auth_failed" },
 };
 
 static int stats_cb(const struct nlmsghdr *nlh, void *arg)

@@ -3247,7 +3247,8 @@ static void xform_rekey_late(struct vt_ctx *c)
  *                   ECONNRESET, never a byte of the marker;
  *                   rec_auth_failed counts exactly one record on the
  *                   server (however often it is read) and none on the
- *                   client, and the client's end of the victim is reset
+ *                   client, in /proc and in the generic netlink
+ *                   statistics (visockctl stats) alike, and the client's end of the victim is reset
  *                   too.  Without one the reader gets the FW_MSG bytes
  *                   followed by the marker: what the transform is for.
  *                   The bystander echoes 256 KiB on RDMA afterwards
@@ -3335,11 +3336,26 @@ static size_t fw_read(int fd, uint8_t *buf, int *err)
 	return got;
 }
 
+/* rec_auth_failed as the generic netlink statistics give it. */
+static long long fw_ctl_failed(void)
+{
+	static char out[16384];
+	const char *p;
+	pid_t pid;
+	int st;
+
+	st = run_visockctl("stats", out, sizeof(out), &pid);
+	vt_assert(st == 0, "visockctl stats: exit %d: %.300s", st, out);
+	p = strstr(out, "\"rec_auth_failed\":");
+	vt_assert(p, "visockctl stats has no rec_auth_failed: %.300s", out);
+	return strtoll(p + strlen("\"rec_auth_failed\":"), NULL, 10);
+}
+
 static void forged_write(struct vt_ctx *c, int xform)
 {
 	static uint8_t buf[FW_MSG + FW_LEN];
 	struct visock_info vi, vi2;
-	long long failed0, failed;
+	long long failed0, failed, ctl0, ctl;
 	size_t got, i;
 	int fd, fd2, err;
 	char ch;
@@ -3363,6 +3379,7 @@ static void forged_write(struct vt_ctx *c, int xform)
 		  "the victim is on QP %u, the bystander on QP %u",
 		  vi.vi_local_qpn, vi2.vi_local_qpn);
 	failed0 = hu_proc("rec_auth_failed");
+	ctl0 = fw_ctl_failed();
 	vt_sync(c, "pair up");
 
 	if (vt_is_client(c)) {
@@ -3406,6 +3423,10 @@ static void forged_write(struct vt_ctx *c, int xform)
 	vt_assert(failed == failed0 + (xform && !vt_is_client(c)),
 		  "rec_auth_failed +%lld, expected +%d", failed - failed0,
 		  xform && !vt_is_client(c));
+	ctl = fw_ctl_failed();
+	vt_assert(ctl - ctl0 == failed - failed0,
+		  "visockctl stats: rec_auth_failed +%lld, /proc +%lld",
+		  ctl - ctl0, failed - failed0);
 	if (xform && vt_is_client(c)) {
 		su_wait(fd, POLLIN, "the victim's reset");
 		vt_assert(read(fd, &ch, 1) < 0 && errno == ECONNRESET,
