@@ -650,22 +650,23 @@ static bool visock_hs_xform_required(const struct visock_sock *vsk)
 }
 
 /*
- * Server, before anything is set up for the REQ @req: where a pair is
- * required, the authenticated handshake must be about to agree on one
- * (visock_hs_xform_choose() picks only one that protects at least as
- * much as the required one).
+ * Server, before anything is set up for the REQ @req: choose the pair
+ * from the client's offer into *@chosen (none without an authenticated
+ * handshake or without an offer); visock_xform_choose() picks only one
+ * that protects at least as much as the one asked for.  False where a
+ * pair is required and none was chosen.
  */
 static bool visock_hs_srv_xform_ok(struct visock_sock *vsk,
-				   const struct visock_hs_msg *req)
+				   const struct visock_hs_msg *req, u8 *chosen)
 {
 	unsigned int pref;
 	bool required;
 
 	pref = visock_hs_xform_pref(vsk, &required);
-	if (!required)
-		return true;
-	return vsk->auth && (req->present & VISOCK_HSF(VISOCK_TLV_XFORM)) &&
-	       visock_xform_choose(pref, req->xform, req->xform_n);
+	*chosen = VISOCK_XFORM_NONE;
+	if (vsk->auth && (req->present & VISOCK_HSF(VISOCK_TLV_XFORM)))
+		*chosen = visock_xform_choose(pref, req->xform, req->xform_n);
+	return !required || *chosen != VISOCK_XFORM_NONE;
 }
 
 /*
@@ -728,20 +729,15 @@ static bool visock_hs_xform_chosen(struct visock_sock *vsk,
 }
 
 /*
- * Server of an authenticated handshake: choose from the client's offer
- * in @req (none without one) and tell the client in @m, the REP; key
+ * Server of an authenticated handshake: take @x, the pair
+ * visock_hs_srv_xform_ok() chose from the client's offer in @req
+ * (VISOCK_XFORM_NONE for none), and tell the client in @m, the REP; key
  * updates if the client announced them.
  */
 static void visock_hs_xform_choose(struct visock_sock *vsk,
 				   const struct visock_hs_msg *req,
-				   struct visock_hs_msg *m)
+				   struct visock_hs_msg *m, u8 x)
 {
-	u8 x = VISOCK_XFORM_NONE;
-	bool required;
-
-	if (req->present & VISOCK_HSF(VISOCK_TLV_XFORM))
-		x = visock_xform_choose(visock_hs_xform_pref(vsk, &required),
-					req->xform, req->xform_n);
 	vsk->auth->xform = x;
 	if (!x)
 		return;
@@ -1299,6 +1295,7 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 			      int len)
 {
 	struct visock_hs_msg m;
+	u8 xform;
 	int err;
 
 	if (req->type == VISOCK_HS_DECLINE) {
@@ -1311,7 +1308,7 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 	}
 	if (!visock_hs_srv_req_auth(vsk, req, buf, len))
 		return;
-	if (!visock_hs_srv_xform_ok(vsk, req)) {
+	if (!visock_hs_srv_xform_ok(vsk, req, &xform)) {
 		/* RDMA would be in the clear, or under a weaker pair. */
 		visock_hs_auth_drop(vsk);
 		visock_hs_decline_fallback(vsk, VISOCK_FB_XFORM_REQUIRED);
@@ -1325,7 +1322,7 @@ static void visock_hs_srv_req(struct visock_sock *vsk,
 		get_random_bytes(vsk->auth->ctx.server_nonce,
 				 VISOCK_AUTH_NONCE_LEN);
 		vsk->auth->ctx.server_token = vsk->local_token;
-		visock_hs_xform_choose(vsk, req, &m);
+		visock_hs_xform_choose(vsk, req, &m, xform);
 		err = visock_hs_auth_derive(vsk);
 		if (!err)
 			visock_hs_auth_put(vsk, &m,
