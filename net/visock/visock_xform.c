@@ -8,11 +8,14 @@
  * empty plaintext: the whole record is associated data, so the tag
  * authenticates it without encrypting it.
  *
- * The compressing pairs are an AEAD that encrypts, preceded by a
- * compressor of the crypto API's acomp interface (LZ4 or Zstandard): the
- * record layer compresses a payload when that shrinks it and then seals
- * it, so every record stays encrypted and authenticated.  A host runs
- * such a pair only if it has both algorithms.  Compression is only ever
+ * The compressing pairs are an AEAD preceded by a compressor of the
+ * crypto API's acomp interface (LZ4 or Zstandard): the record layer
+ * compresses a payload when that shrinks it and then seals it.  Most
+ * encrypt (AES-GCM, ChaCha20-Poly1305); the two that compress without
+ * encrypting still authenticate every record with GMAC, so that no
+ * record is decompressed, or delivered, before its tag checked: they
+ * count as integrity only, and never stand in for a pair that encrypts.
+ * A host runs such a pair only if it has both algorithms.  Compression is only ever
  * offered or chosen for a connection that asks for a compressing pair:
  * how well a record compresses shows in its length, which an observer of
  * the encrypted stream sees, so it is not something to turn on for an
@@ -101,6 +104,62 @@ static const struct visock_xform_info visock_xforms[] = {
 		.tag_size = VISOCK_XFORM_TAG_LEN,
 		.comp = "zstd",
 		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_LZ4_AES128_GMAC,
+		.name = "lz4-gmac-aes-128",
+		.alg = "gcm(aes)",
+		.key_size = 16,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.integrity_only = true,
+		.comp = "lz4",
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_ZSTD_AES128_GMAC,
+		.name = "zstd-gmac-aes-128",
+		.alg = "gcm(aes)",
+		.key_size = 16,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.integrity_only = true,
+		.comp = "zstd",
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_LZ4_AES256_GCM,
+		.name = "lz4-gcm-aes-256",
+		.alg = "gcm(aes)",
+		.key_size = 32,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.comp = "lz4",
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_ZSTD_AES256_GCM,
+		.name = "zstd-gcm-aes-256",
+		.alg = "gcm(aes)",
+		.key_size = 32,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.comp = "zstd",
+		.max_records = VISOCK_XFORM_GCM_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_LZ4_CHACHA20_POLY1305,
+		.name = "lz4-chacha20-poly1305",
+		.alg = "rfc7539(chacha20,poly1305)",
+		.key_size = 32,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.comp = "lz4",
+		.max_records = VISOCK_XFORM_CHACHA_RECORDS,
+	},
+	{
+		.id = VISOCK_XFORM_ZSTD_CHACHA20_POLY1305,
+		.name = "zstd-chacha20-poly1305",
+		.alg = "rfc7539(chacha20,poly1305)",
+		.key_size = 32,
+		.tag_size = VISOCK_XFORM_TAG_LEN,
+		.comp = "zstd",
+		.max_records = VISOCK_XFORM_CHACHA_RECORDS,
 	},
 };
 

@@ -586,7 +586,9 @@ static const char *xform_name(unsigned int x)
 	static const char *const n[] = {
 		"none", "gcm-aes-128", "gcm-aes-256", "chacha20-poly1305",
 		"gmac-aes-128", "gmac-aes-256", "lz4-gcm-aes-128",
-		"zstd-gcm-aes-128",
+		"zstd-gcm-aes-128", "lz4-gmac-aes-128", "zstd-gmac-aes-128",
+		"lz4-gcm-aes-256", "zstd-gcm-aes-256", "lz4-chacha20-poly1305",
+		"zstd-chacha20-poly1305",
 	};
 
 	return x < ARRAY_SIZE(n) ? n[x] : "unknown";

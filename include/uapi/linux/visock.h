@@ -307,6 +307,16 @@ enum visock_fallback_reason {
  * @VISOCK_XFORM_LZ4_AES128_GCM: each record's payload is compressed with
  *	LZ4 when that shrinks it, then sealed with AES-GCM, 128-bit key
  * @VISOCK_XFORM_ZSTD_AES128_GCM: the same with Zstandard
+ * @VISOCK_XFORM_LZ4_AES128_GMAC: compression without encryption: each
+ *	record's payload is compressed with LZ4 when that shrinks it, then
+ *	sent in the clear and authenticated with GMAC, 128-bit key
+ * @VISOCK_XFORM_ZSTD_AES128_GMAC: the same with Zstandard
+ * @VISOCK_XFORM_LZ4_AES256_GCM: LZ4, then AES-GCM with a 256-bit key
+ * @VISOCK_XFORM_ZSTD_AES256_GCM: Zstandard, then AES-GCM with a 256-bit
+ *	key
+ * @VISOCK_XFORM_LZ4_CHACHA20_POLY1305: LZ4, then ChaCha20-Poly1305
+ * @VISOCK_XFORM_ZSTD_CHACHA20_POLY1305: Zstandard, then
+ *	ChaCha20-Poly1305
  * @__VISOCK_XFORM_MAX: one above the highest transform (VISOCK_XFORM_MAX)
  *
  * Values are stable ABI: they name a transform on the wire (the record
@@ -322,6 +332,12 @@ enum visock_xform {
 	VISOCK_XFORM_AES256_GMAC = 5,
 	VISOCK_XFORM_LZ4_AES128_GCM = 6,
 	VISOCK_XFORM_ZSTD_AES128_GCM = 7,
+	VISOCK_XFORM_LZ4_AES128_GMAC = 8,
+	VISOCK_XFORM_ZSTD_AES128_GMAC = 9,
+	VISOCK_XFORM_LZ4_AES256_GCM = 10,
+	VISOCK_XFORM_ZSTD_AES256_GCM = 11,
+	VISOCK_XFORM_LZ4_CHACHA20_POLY1305 = 12,
+	VISOCK_XFORM_ZSTD_CHACHA20_POLY1305 = 13,
 	__VISOCK_XFORM_MAX,
 };
 

@@ -345,6 +345,19 @@ static void xform_negotiate_test(struct kunit *test)
 		{ VISOCK_XFORM_LZ4_AES128_GCM, 3, { 7, 1, 6 }, 6 },
 		{ VISOCK_XFORM_ZSTD_AES128_GCM, 2, { 6, 1 }, 6 },
 		{ VISOCK_XFORM_LZ4_AES128_GCM, 2, { 4, 2 }, 2 },
+		/* Compression without encryption is integrity only. */
+		{ VISOCK_XFORM_AES128_GCM, 1, { 8 }, 0 },
+		{ VISOCK_XFORM_LZ4_AES128_GCM, 2, { 8, 9 }, 0 },
+		{ VISOCK_XFORM_AES128_GMAC, 1, { 8 }, 0 },
+		{ VISOCK_XFORM_LZ4_AES128_GMAC, 1, { 8 }, 8 },
+		{ VISOCK_XFORM_ZSTD_AES128_GMAC, 2, { 8, 4 }, 8 },
+		{ VISOCK_XFORM_LZ4_AES128_GMAC, 2, { 4, 6 }, 4 },
+		{ VISOCK_XFORM_LZ4_AES128_GMAC, 2, { 12, 8 }, 8 },
+		/* Compression with the other AEADs. */
+		{ VISOCK_XFORM_LZ4_AES256_GCM, 2, { 13, 10 }, 10 },
+		{ VISOCK_XFORM_ZSTD_CHACHA20_POLY1305, 2, { 12, 1 }, 12 },
+		{ VISOCK_XFORM_CHACHA20_POLY1305, 2, { 12, 13 }, 0 },
+		{ VISOCK_XFORM_LZ4_CHACHA20_POLY1305, 2, { 9, 7 }, 7 },
 	};
 	u8 offer[8];
 	unsigned int i, n;
@@ -368,13 +381,28 @@ static void xform_negotiate_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_AES256_GMAC);
 	for (i = 0; i < n; i++)
 		KUNIT_EXPECT_NULL(test, visock_xform_get(offer[i])->comp);
-	/* Compressing: itself, the encrypting AEADs, the other one. */
+	/*
+	 * Compressing: itself, the encrypting AEADs, the other encrypting
+	 * compressing ones, as many as fit; never integrity only.
+	 */
 	n = visock_xform_offer(VISOCK_XFORM_ZSTD_AES128_GCM, offer,
 			       sizeof(offer));
-	KUNIT_ASSERT_EQ(test, n, 5);
+	KUNIT_ASSERT_EQ(test, n, 8);
 	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_ZSTD_AES128_GCM);
 	KUNIT_EXPECT_EQ(test, offer[1], VISOCK_XFORM_AES128_GCM);
 	KUNIT_EXPECT_EQ(test, offer[4], VISOCK_XFORM_LZ4_AES128_GCM);
+	KUNIT_EXPECT_EQ(test, offer[5], VISOCK_XFORM_LZ4_AES256_GCM);
+	KUNIT_EXPECT_EQ(test, offer[7], VISOCK_XFORM_LZ4_CHACHA20_POLY1305);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_FALSE(test,
+				   visock_xform_get(offer[i])->integrity_only);
+	/* Compressing, integrity only: itself, then every pair. */
+	n = visock_xform_offer(VISOCK_XFORM_LZ4_AES128_GMAC, offer,
+			       sizeof(offer));
+	KUNIT_ASSERT_EQ(test, n, 8);
+	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_LZ4_AES128_GMAC);
+	for (i = 1; i < n; i++)
+		KUNIT_EXPECT_EQ(test, offer[i], i);
 	KUNIT_EXPECT_EQ(test, visock_xform_offer(VISOCK_XFORM_AES128_GCM,
 						 offer, 1), 1);
 	KUNIT_EXPECT_EQ(test, offer[0], VISOCK_XFORM_AES128_GCM);

@@ -1490,6 +1490,20 @@ static const struct {
 		"lz4-gcm-aes-128", "gcm(aes)", 16, false, "lz4" },
 	[VISOCK_XFORM_ZSTD_AES128_GCM] = {
 		"zstd-gcm-aes-128", "gcm(aes)", 16, false, "zstd" },
+	[VISOCK_XFORM_LZ4_AES128_GMAC] = {
+		"lz4-gmac-aes-128", "gcm(aes)", 16, true, "lz4" },
+	[VISOCK_XFORM_ZSTD_AES128_GMAC] = {
+		"zstd-gmac-aes-128", "gcm(aes)", 16, true, "zstd" },
+	[VISOCK_XFORM_LZ4_AES256_GCM] = {
+		"lz4-gcm-aes-256", "gcm(aes)", 32, false, "lz4" },
+	[VISOCK_XFORM_ZSTD_AES256_GCM] = {
+		"zstd-gcm-aes-256", "gcm(aes)", 32, false, "zstd" },
+	[VISOCK_XFORM_LZ4_CHACHA20_POLY1305] = {
+		"lz4-chacha20-poly1305", "rfc7539(chacha20,poly1305)", 32,
+		false, "lz4" },
+	[VISOCK_XFORM_ZSTD_CHACHA20_POLY1305] = {
+		"zstd-chacha20-poly1305", "rfc7539(chacha20,poly1305)", 32,
+		false, "zstd" },
 };
 
 static_assert(ARRAY_SIZE(xforms) == VISOCK_XFORM_MAX + 1,

@@ -2808,11 +2808,23 @@ static const struct {
 	{ 6, 6, 6 }, { 7, 7, 7 }, { 6, 7, 7 }, { 6, 1, 1 },
 	/* compression only for a connection that asks for it */
 	{ 1, 6, 1 },
+	/* compression without encryption, still authenticated */
+	{ 8, 8, 8 }, { 9, 9, 9 },
+	/* it offers every pair after itself: the server's own wins */
+	{ 8, 6, 6 },
+	/* it never stands in for an AEAD, compressing or not */
+	{ 6, 8, 6 }, { 8, 1, 1 },
+	/* compression with gcm-aes-256 and chacha20-poly1305 */
+	{ 10, 10, 10 }, { 11, 11, 11 }, { 12, 12, 12 }, { 13, 13, 13 },
+	/* their client also offers the older pairs */
+	{ 12, 3, 3 }, { 11, 7, 7 },
 };
 
 static const char *const xform_names[] = {
 	"none", "gcm-aes-128", "gcm-aes-256", "chacha20-poly1305",
 	"gmac-aes-128", "gmac-aes-256", "lz4-gcm-aes-128", "zstd-gcm-aes-128",
+	"lz4-gmac-aes-128", "zstd-gmac-aes-128", "lz4-gcm-aes-256",
+	"zstd-gcm-aes-256", "lz4-chacha20-poly1305", "zstd-chacha20-poly1305",
 };
 
 static void xform_expect(int fd, int want, const char *what)
@@ -3013,11 +3025,10 @@ static void comp_phase(struct vt_ctx *c, int fd, int x, bool text)
 	}
 }
 
-static void comp_stream(struct vt_ctx *c)
+/* Both phases over a connection of each pair of @pairs in turn. */
+static void comp_stream_pairs(struct vt_ctx *c, const int *pairs,
+			      unsigned int n)
 {
-	static const int pairs[] = {
-		VISOCK_XFORM_LZ4_AES128_GCM, VISOCK_XFORM_ZSTD_AES128_GCM,
-	};
 	struct visock_info vi;
 	unsigned int i;
 	int x, fd;
@@ -3026,7 +3037,7 @@ static void comp_stream(struct vt_ctx *c)
 	psk_clear();
 	psk_add(1, "fleet-a", PSK_A);
 	hu_sysctl_set("auth", 1);
-	for (i = 0; i < ARRAY_SIZE(pairs); i++) {
+	for (i = 0; i < n; i++) {
 		x = pairs[i];
 		hu_sysctl_set("transform", x);
 		fd = psk_connect(c);
@@ -3038,6 +3049,51 @@ static void comp_stream(struct vt_ctx *c)
 		vt_sync(c, "checked");
 		close(fd);
 	}
+}
+
+static void comp_stream(struct vt_ctx *c)
+{
+	static const int pairs[] = {
+		VISOCK_XFORM_LZ4_AES128_GCM, VISOCK_XFORM_ZSTD_AES128_GCM,
+	};
+
+	comp_stream_pairs(c, pairs, ARRAY_SIZE(pairs));
+}
+
+/*
+ * comp_stream_gmac     comp_stream for lz4-gmac-aes-128 and
+ *                      zstd-gmac-aes-128 (compressed, authenticated,
+ *                      not encrypted)
+ * comp_stream_aes256   the same for lz4-gcm-aes-256 and zstd-gcm-aes-256
+ * comp_stream_chacha   the same for lz4-chacha20-poly1305 and
+ *                      zstd-chacha20-poly1305
+ */
+static void comp_stream_gmac(struct vt_ctx *c)
+{
+	static const int pairs[] = {
+		VISOCK_XFORM_LZ4_AES128_GMAC, VISOCK_XFORM_ZSTD_AES128_GMAC,
+	};
+
+	comp_stream_pairs(c, pairs, ARRAY_SIZE(pairs));
+}
+
+static void comp_stream_aes256(struct vt_ctx *c)
+{
+	static const int pairs[] = {
+		VISOCK_XFORM_LZ4_AES256_GCM, VISOCK_XFORM_ZSTD_AES256_GCM,
+	};
+
+	comp_stream_pairs(c, pairs, ARRAY_SIZE(pairs));
+}
+
+static void comp_stream_chacha(struct vt_ctx *c)
+{
+	static const int pairs[] = {
+		VISOCK_XFORM_LZ4_CHACHA20_POLY1305,
+		VISOCK_XFORM_ZSTD_CHACHA20_POLY1305,
+	};
+
+	comp_stream_pairs(c, pairs, ARRAY_SIZE(pairs));
 }
 
 /*
@@ -3671,6 +3727,56 @@ static void xform_require(struct vt_ctx *c)
 	close(fd);
 	if (vt_is_client(c))
 		xform_policy(c, NULL);
+}
+
+/*
+ * xform_require_comp_gmac  server: transform 1 (gcm-aes-128) and
+ *                          transform_require 1; client: the rule
+ *                          "transform lz4-gmac-aes-128 require", so it
+ *                          offers that pair alone: it does not encrypt,
+ *                          so it does not meet the server's requirement
+ *                          (TCP with XFORM_REQUIRED on both ends); then
+ *                          the server requires lz4-gmac-aes-128 and a
+ *                          client asks for gcm-aes-128, which protects
+ *                          more: RDMA with gcm-aes-128
+ */
+static void xform_require_comp_gmac(struct vt_ctx *c)
+{
+	const char *side = vt_is_client(c) ? "client" : "server";
+	char what[96];
+	int fd;
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	hu_sysctl_set("transform_require", 0);
+	if (vt_is_client(c)) {
+		hu_sysctl_set("transform", 0);
+		xform_policy(c, "transform lz4-gmac-aes-128 require");
+	} else {
+		hu_sysctl_set("transform", VISOCK_XFORM_AES128_GCM);
+		hu_sysctl_set("transform_require", 1);
+	}
+	snprintf(what, sizeof(what), "%s, lz4-gmac-aes-128 for gcm-aes-128",
+		 side);
+	xform_require_round(c, what);
+
+	if (vt_is_client(c)) {
+		xform_policy(c, NULL);
+		hu_sysctl_set("transform", VISOCK_XFORM_AES128_GCM);
+	} else {
+		hu_sysctl_set("transform", VISOCK_XFORM_LZ4_AES128_GMAC);
+	}
+	fd = psk_connect(c);
+	snprintf(what, sizeof(what), "%s, gcm-aes-128 for lz4-gmac-aes-128",
+		 side);
+	xform_expect(fd, VISOCK_XFORM_AES128_GCM, what);
+	vt_sync(c, "checked b");
+	close(fd);
+	if (!vt_is_client(c))
+		hu_sysctl_set("transform_require", 0);
+	hu_sysctl_set("transform", 0);
 }
 
 static void xform_require_server(struct vt_ctx *c)
@@ -4512,6 +4618,8 @@ static const struct vt_test tests[] = {
 	  "a policy rule requires a transform the server does not do: TCP"),
 	T(xform_require_server, 300,
 	  "a server requires a transform: clients without it stay on TCP"),
+	T(xform_require_comp_gmac, 300,
+	  "compression without encryption never meets a required AEAD"),
 	T(xform_rekey, 900,
 	  "every transform, 64 records a key: keys change, the stream is intact"),
 	T(xform_rekey_late, 300,
@@ -4530,6 +4638,12 @@ static const struct vt_test tests[] = {
 	  "no transform: the bytes of a forged RDMA WRITE are delivered"),
 	T(comp_stream, 300,
 	  "lz4 and zstd pairs: text goes compressed, random bytes stored"),
+	T(comp_stream_gmac, 300,
+	  "lz4 and zstd with gmac-aes-128: compressed, authenticated only"),
+	T(comp_stream_aes256, 300,
+	  "lz4 and zstd with gcm-aes-256: text compressed, random stored"),
+	T(comp_stream_chacha, 300,
+	  "lz4 and zstd with chacha20-poly1305: text compressed, random stored"),
 };
 
 /*
