@@ -737,13 +737,35 @@ static void visock_tcp_state_changed(struct visock_sock *vsk, int tcp_state)
 		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 }
 
+/*
+ * TCP raises SIGURG for the owner of its own socket's file, which the
+ * internal socket has not: raise it for the visock socket's owner, once
+ * per urgent mark, before the readers are woken (as TCP does).
+ */
+static void visock_tcp_mode_urg(struct visock_sock *vsk)
+{
+	const struct tcp_sock *tp = tcp_sk(vsk->tcp->sk);
+	u32 seq;
+
+	if (!READ_ONCE(tp->urg_data))
+		return;
+	seq = READ_ONCE(tp->urg_seq);
+	if (vsk->urg_signalled && vsk->urg_seq == seq)
+		return;
+	vsk->urg_seq = seq;
+	vsk->urg_signalled = true;
+	sk_send_sigurg(&vsk->sk);
+}
+
 /* TCP has bytes for a listener (new connections) or a TCP connection. */
 static void visock_tcp_mode_data_ready(struct visock_sock *vsk)
 {
-	if (vsk->sk.sk_state == TCP_LISTEN)
+	if (vsk->sk.sk_state == TCP_LISTEN) {
 		visock_listen_kick(vsk);
-	else
-		vsk->sk.sk_data_ready(&vsk->sk);
+		return;
+	}
+	visock_tcp_mode_urg(vsk);
+	vsk->sk.sk_data_ready(&vsk->sk);
 }
 
 static void visock_tcp_mode_write_space(struct visock_sock *vsk)
@@ -982,10 +1004,17 @@ __poll_t visock_tcp_mode_poll(struct visock_sock *vsk, struct file *file)
 	struct sock *tsk = vsk->tcp->sk;
 	__poll_t mask;
 
-	/* SO_RCVLOWAT decides POLLIN; 6.1 never shows us setting it. */
+	/*
+	 * SO_RCVLOWAT and SO_OOBINLINE decide POLLIN; 6.1 never shows us
+	 * setting them.
+	 */
 	if (!VISOCK_HAVE_CUSTOM_SOCKOPT &&
 	    READ_ONCE(tsk->sk_rcvlowat) != READ_ONCE(sk->sk_rcvlowat))
 		WRITE_ONCE(tsk->sk_rcvlowat, READ_ONCE(sk->sk_rcvlowat));
+	if (!VISOCK_HAVE_CUSTOM_SOCKOPT &&
+	    sock_flag(tsk, SOCK_URGINLINE) != sock_flag(sk, SOCK_URGINLINE))
+		sock_valbool_flag(tsk, SOCK_URGINLINE,
+				  sock_flag(sk, SOCK_URGINLINE));
 	/* TCP's view, without registering on TCP's wait queue. */
 	mask = vsk->tcp->ops->poll(file, vsk->tcp, NULL) & ~EPOLLERR;
 	/* No data events before the connection has settled. */
@@ -1061,10 +1090,9 @@ static int visock_sendmsg(struct socket *sock, struct msghdr *msg,
 			  size_t len)
 {
 	struct visock_sock *vsk = visock_sk(sock->sk);
+	const struct visock_mode_ops *ops;
 	int ret;
 
-	if (msg->msg_flags & MSG_OOB)
-		return -EOPNOTSUPP;
 	if (visock_settling(vsk)) {
 		long timeo = sock_sndtimeo(sock->sk,
 					   msg->msg_flags & MSG_DONTWAIT);
@@ -1073,7 +1101,10 @@ static int visock_sendmsg(struct socket *sock, struct msghdr *msg,
 		if (ret)
 			return ret;
 	}
-	return READ_ONCE(vsk->ops)->sendmsg(vsk, msg, len);
+	ops = READ_ONCE(vsk->ops);
+	if ((msg->msg_flags & MSG_OOB) && !ops->urgent)
+		return -EOPNOTSUPP;
+	return ops->sendmsg(vsk, msg, len);
 }
 
 /**
@@ -1102,10 +1133,9 @@ static int visock_recvmsg(struct socket *sock, struct msghdr *msg,
 			  size_t len, int flags)
 {
 	struct visock_sock *vsk = visock_sk(sock->sk);
+	const struct visock_mode_ops *ops;
 	int ret;
 
-	if (flags & MSG_OOB)
-		return -EOPNOTSUPP;
 	if (visock_settling(vsk)) {
 		long timeo = sock_rcvtimeo(sock->sk, flags & MSG_DONTWAIT);
 
@@ -1113,7 +1143,10 @@ static int visock_recvmsg(struct socket *sock, struct msghdr *msg,
 		if (ret)
 			return ret;
 	}
-	return READ_ONCE(vsk->ops)->recvmsg(vsk, msg, len, flags);
+	ops = READ_ONCE(vsk->ops);
+	if ((flags & MSG_OOB) && !ops->urgent)
+		return -EOPNOTSUPP;
+	return ops->recvmsg(vsk, msg, len, flags);
 }
 
 /**
@@ -1140,8 +1173,9 @@ int visock_tcp_mode_recvmsg(struct visock_sock *vsk, struct msghdr *msg,
 }
 
 /*
- * TCP mode: every call goes to the internal TCP socket.  Also the mode
- * of a connection not decided yet and of a listener.
+ * TCP mode: every call goes to the internal TCP socket, urgent data
+ * included.  Also the mode of a connection not decided yet and of a
+ * listener.
  */
 const struct visock_mode_ops visock_tcp_mode_ops = {
 	.sendmsg		= visock_tcp_mode_sendmsg,
@@ -1151,6 +1185,7 @@ const struct visock_mode_ops visock_tcp_mode_ops = {
 	.tcp_data_ready		= visock_tcp_mode_data_ready,
 	.tcp_write_space	= visock_tcp_mode_write_space,
 	.tcp_state_change	= visock_tcp_state_changed,
+	.urgent			= true,
 };
 
 /**

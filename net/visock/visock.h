@@ -233,6 +233,8 @@ struct visock_sock;
  * @tcp_ended: does an error TCP reports come after the connection
  *	reported its end already (it must not be reported twice)?  NULL:
  *	never
+ * @urgent: true if @sendmsg and @recvmsg take MSG_OOB (urgent data, as
+ *	TCP has it); false: MSG_OOB fails with EOPNOTSUPP before reaching them
  *
  * The @tcp_* operations are called from the internal TCP socket's
  * callbacks (visock_tcp.c), in softirq or process context, under its
@@ -259,6 +261,7 @@ struct visock_mode_ops {
 	void (*tcp_write_space)(struct visock_sock *vsk);
 	void (*tcp_state_change)(struct visock_sock *vsk, int tcp_state);
 	bool (*tcp_ended)(struct visock_sock *vsk);
+	bool urgent;
 };
 
 /**
@@ -292,6 +295,10 @@ struct visock_mode_ops {
  * @tcp_app_seq: sequence number of the internal TCP connection where our
  *	application bytes start, after our handshake messages (valid with
  *	VISOCK_F_APP_SEQ)
+ * @urg_seq: in TCP mode, the internal TCP connection's urgent mark that
+ *	SIGURG was last raised for (valid with @urg_signalled); written by
+ *	the internal socket's data-ready callback only
+ * @urg_signalled: SIGURG was raised for an urgent mark of this connection
  * @family: AF_INET or AF_INET6, the family of @tcp
  * @lazy_bytes: lazy start threshold: a client's proposal (set by
  *	connect() before the SYN), a listener's offer (taken at listen()),
@@ -394,6 +401,8 @@ struct visock_sock {
 	bool pol_xform_req;
 	/* TCP sequence number of the first application byte we send */
 	u32 tcp_app_seq;
+	u32 urg_seq;
+	bool urg_signalled;
 	u32 lazy_bytes;
 	bool sw_server;
 	bool sw_both;

@@ -275,9 +275,9 @@ static void visock_tcp_sync_tstamp(struct sock *sk, struct socket *tsock)
  * kernels this function makes sure that the TCP socket uses the visock
  * socket's values before any call that depends on them: those of every
  * inner socket (visock_inner_sync_opts()), then the linger time and
- * flag, keepalive, the receive timestamp options and, before
- * bind()/connect()/listen(), the bound device.  It only writes what
- * differs.
+ * flag, SO_OOBINLINE, keepalive, the receive timestamp options and,
+ * before bind()/connect()/listen(), the bound device.  It only writes
+ * what differs.
  *
  * Context: process context; takes the TCP socket's lock when keepalive
  * or a timestamp option changes.
@@ -304,6 +304,9 @@ void visock_tcp_sync_opts(struct visock_sock *vsk)
 	if (sock_flag(sk, SOCK_LINGER) != sock_flag(tsk, SOCK_LINGER))
 		sock_valbool_flag(tsk, SOCK_LINGER,
 				  sock_flag(sk, SOCK_LINGER));
+	if (sock_flag(sk, SOCK_URGINLINE) != sock_flag(tsk, SOCK_URGINLINE))
+		sock_valbool_flag(tsk, SOCK_URGINLINE,
+				  sock_flag(sk, SOCK_URGINLINE));
 
 	keep = sock_flag(sk, SOCK_KEEPOPEN);
 	if (keep != sock_flag(tsk, SOCK_KEEPOPEN)) {
