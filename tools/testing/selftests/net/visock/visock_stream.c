@@ -23,6 +23,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -924,35 +925,6 @@ static void msg_nosignal_epipe(struct vt_ctx *c)
 static void sigpipe(struct vt_ctx *c)
 {
 	epipe_common(c, false);
-}
-
-static void msg_oob(struct vt_ctx *c)
-{
-	int fd = su_pair(c);
-	char ch;
-
-	if (is_visock(c)) {
-		vt_expect_errno(send(fd, "!", 1, MSG_OOB), EOPNOTSUPP,
-				"send(MSG_OOB)");
-		vt_expect_errno(recv(fd, &ch, 1, MSG_OOB | MSG_DONTWAIT),
-				EOPNOTSUPP, "recv(MSG_OOB)");
-		vt_sync(c, "oob");
-		ping_pong(c, fd);
-		close(fd);
-		return;
-	}
-	/* Plain TCP supports urgent data: check the scenario itself. */
-	if (vt_is_client(c)) {
-		vt_assert(send(fd, "!", 1, MSG_OOB) == 1,
-			  "TCP send(MSG_OOB): %s", vt_errname(errno));
-	} else {
-		su_wait(fd, POLLPRI, "urgent data");
-		vt_assert(recv(fd, &ch, 1, MSG_OOB) == 1 && ch == '!',
-			  "TCP recv(MSG_OOB): %s", vt_errname(errno));
-	}
-	vt_sync(c, "oob");
-	ping_pong(c, fd);
-	close(fd);
 }
 
 /* ---- timeouts, watermarks, queue sizes ---- */
@@ -2292,6 +2264,250 @@ static unsigned int visock_opt(int fd, int name, const char *what)
 	return val;
 }
 
+/* ---- urgent data ---- */
+
+/*
+ * What an urgent data scenario showed the receiving half, as text: the
+ * scenario runs on plain TCP and then on the sockets under test, and the
+ * two texts must be the same.
+ */
+struct urg_log {
+	char text[512];
+	size_t len;
+};
+
+static __printf(2, 3) void urg_note(struct urg_log *l, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(l->text + l->len, sizeof(l->text) - l->len, fmt, ap);
+	va_end(ap);
+	vt_assert(n >= 0 && (size_t)n < sizeof(l->text) - l->len,
+		  "urgent data log overflows");
+	l->len += n;
+}
+
+static void urg_note_ret(struct urg_log *l, const char *what, ssize_t ret,
+			 const char *buf)
+{
+	if (ret < 0)
+		urg_note(l, " %s %s", what, vt_errname(errno));
+	else
+		urg_note(l, " %s '%.*s'", what, (int)ret, buf);
+}
+
+static int urg_atmark(int fd)
+{
+	int val = -1;
+
+	vt_try(ioctl(fd, SIOCATMARK, &val), "ioctl(SIOCATMARK)");
+	return val;
+}
+
+/*
+ * After ping_pong(): does the connection carry the application's bytes on
+ * TCP?  Both halves must agree; plain TCP sockets always do.
+ */
+static bool urg_on_tcp(struct vt_ctx *c, enum vt_family fam, int fd)
+{
+	unsigned int mode = VISOCK_MODE_TCP;
+	long long peer;
+
+	if (fam == VT_FAMILY_VISOCK)
+		mode = visock_opt(fd, VISOCK_MODE, "VISOCK_MODE");
+	if (vt_is_client(c)) {
+		vt_send_num(c, "MODE", mode);
+	} else {
+		peer = vt_recv_num(c, "MODE");
+		vt_assert(peer == mode, "VISOCK_MODE %u here, %lld at the peer",
+			  mode, peer);
+	}
+	return mode == VISOCK_MODE_TCP;
+}
+
+/* A visock connection on RDMA: urgent data is refused, the stream works. */
+static void urg_refused(struct vt_ctx *c, int fd)
+{
+	char ch;
+
+	vt_expect_errno(send(fd, "!", 1, MSG_OOB), EOPNOTSUPP,
+			"RDMA mode: send(MSG_OOB)");
+	vt_expect_errno(recv(fd, &ch, 1, MSG_OOB | MSG_DONTWAIT), EOPNOTSUPP,
+			"RDMA mode: recv(MSG_OOB)");
+	vt_assert(!(su_poll(fd, POLLPRI, 0) & POLLPRI), "RDMA mode: POLLPRI");
+	vt_assert(urg_atmark(fd) == 0, "RDMA mode: SIOCATMARK is not 0");
+	vt_sync(c, "refused");
+	ping_pong(c, fd);
+	if (!vt_is_client(c))
+		vt_diag("RDMA mode: urgent data refused, as expected");
+}
+
+/*
+ * Both ends of an urgent-data run after the connection is up: false if
+ * the connection is on RDMA (urg_refused() checked it, @fd is closed).
+ * The client then sends @urg with MSG_OOB when the server says SEND,
+ * writes @tail, and is done (@fd closed, *@done set); the server goes
+ * on with its checks.
+ */
+static bool urg_send_phase(struct vt_ctx *c, enum vt_family fam, int fd,
+			   const char *urg, const char *tail, bool *done)
+{
+	*done = false;
+	ping_pong(c, fd);
+	if (!urg_on_tcp(c, fam, fd)) {
+		urg_refused(c, fd);
+		close(fd);
+		return false;
+	}
+	if (!vt_is_client(c))
+		return true;
+	vt_expect(c, "SEND");
+	vt_assert(send(fd, urg, strlen(urg), MSG_OOB) == (ssize_t)strlen(urg),
+		  "send(MSG_OOB): %s", vt_errname(errno));
+	su_write_all(fd, tail, strlen(tail));
+	vt_sync(c, "done");
+	close(fd);
+	*done = true;
+	return true;
+}
+
+/*
+ * send(MSG_OOB) of "abc", then "d": the receiver reads "ab" up to the
+ * mark, the urgent 'c' with recv(MSG_OOB), then "d".  Logs poll's
+ * POLLPRI, SIGURG, SIOCATMARK and recv(MSG_OOB) on the way.  Returns
+ * false for a visock connection on RDMA (checked by urg_refused()).
+ */
+static bool msg_oob_run(struct vt_ctx *c, enum vt_family fam,
+			struct urg_log *l)
+{
+	int fd = su_pair_fam(c, fam, false);
+	char buf[16];
+	bool done;
+	ssize_t n;
+	int sigs;
+
+	if (!urg_send_phase(c, fam, fd, "abc", "d", &done))
+		return false;
+	if (done)
+		return true;
+	catch_signal(SIGURG, true);
+	vt_try(fcntl(fd, F_SETOWN, getpid()), "F_SETOWN");
+	sigs = signals_seen();
+	urg_note(l, "idle: pri %d atmark %d",
+		 !!(su_poll(fd, POLLPRI, 0) & POLLPRI), urg_atmark(fd));
+	n = recv(fd, buf, 1, MSG_OOB | MSG_DONTWAIT);
+	urg_note_ret(l, "oob", n, buf);
+	vt_send(c, "SEND");
+	su_wait(fd, POLLPRI, "urgent data");
+	urg_note(l, "; urgent: sigurg %d atmark %d",
+		 signals_seen() > sigs, urg_atmark(fd));
+	n = recv(fd, buf, sizeof(buf), 0);
+	urg_note_ret(l, "read", n, buf);
+	urg_note(l, " atmark %d", urg_atmark(fd));
+	n = recv(fd, buf, 1, MSG_OOB);
+	urg_note_ret(l, "oob", n, buf);
+	n = recv(fd, buf, 1, MSG_OOB | MSG_DONTWAIT);
+	urg_note_ret(l, "oob", n, buf);
+	urg_note(l, " pri %d", !!(su_poll(fd, POLLPRI, 0) & POLLPRI));
+	su_read_all(fd, buf, 1);
+	urg_note_ret(l, "read", 1, buf);
+	urg_note(l, " atmark %d", urg_atmark(fd));
+	vt_sync(c, "done");
+	close(fd);
+	signal(SIGURG, SIG_DFL);
+	return true;
+}
+
+static void urg_compare(struct vt_ctx *c, const char *what,
+			const struct urg_log *ref, const struct urg_log *tst,
+			const char *const *want)
+{
+	struct urg_log w = { };
+
+	if (vt_is_client(c))
+		return;
+	for (; *want; want++)
+		urg_note(&w, "%s", *want);
+	vt_diag("%s on TCP: %s", what, ref->text);
+	vt_assert(!strcmp(ref->text, w.text),
+		  "%s: TCP itself shows \"%s\", the test expects \"%s\"",
+		  what, ref->text, w.text);
+	vt_assert(!strcmp(tst->text, ref->text),
+		  "%s on %s: \"%s\", TCP: \"%s\"", what, fam_name(c->family),
+		  tst->text, ref->text);
+}
+
+static void msg_oob(struct vt_ctx *c)
+{
+	static const char *const want[] = {
+		"idle: pri 0 atmark 0 oob EINVAL",
+		"; urgent: sigurg 1 atmark 0 read 'ab' atmark 1 oob 'c'",
+		" oob EINVAL pri 0 read 'd' atmark 0",
+		NULL,
+	};
+	struct urg_log ref = { }, tst = { };
+
+	msg_oob_run(c, VT_FAMILY_INET, &ref);
+	if (msg_oob_run(c, c->family, &tst))
+		urg_compare(c, "urgent data", &ref, &tst, want);
+}
+
+/*
+ * SO_OOBINLINE: the urgent byte of "xyz" stays in the stream, "xy" up to
+ * the mark, then "z" and the following "w"; recv(MSG_OOB) fails.
+ */
+static bool so_oobinline_run(struct vt_ctx *c, enum vt_family fam,
+			     struct urg_log *l)
+{
+	int fd = su_pair_fam(c, fam, false);
+	char buf[16];
+	bool done;
+	ssize_t n;
+
+	if (!vt_is_client(c)) {
+		su_setint(fd, SOL_SOCKET, SO_OOBINLINE, 1);
+		urg_note(l, "opt %d",
+			 su_getint(fd, SOL_SOCKET, SO_OOBINLINE));
+	}
+	if (!urg_send_phase(c, fam, fd, "xyz", "w", &done))
+		return false;
+	if (done)
+		return true;
+	vt_send(c, "SEND");
+	su_wait(fd, POLLPRI, "urgent data");
+	urg_note(l, "; urgent: atmark %d", urg_atmark(fd));
+	n = recv(fd, buf, sizeof(buf), 0);
+	urg_note_ret(l, "read", n, buf);
+	urg_note(l, " atmark %d", urg_atmark(fd));
+	n = recv(fd, buf, 1, MSG_OOB | MSG_DONTWAIT);
+	urg_note_ret(l, "oob", n, buf);
+	su_read_all(fd, buf, 2);
+	urg_note_ret(l, "read", 2, buf);
+	urg_note(l, " atmark %d", urg_atmark(fd));
+	su_setint(fd, SOL_SOCKET, SO_OOBINLINE, 0);
+	urg_note(l, " opt %d", su_getint(fd, SOL_SOCKET, SO_OOBINLINE));
+	vt_sync(c, "done");
+	close(fd);
+	return true;
+}
+
+static void so_oobinline(struct vt_ctx *c)
+{
+	static const char *const want[] = {
+		"opt 1",
+		"; urgent: atmark 0 read 'xy' atmark 1 oob EINVAL",
+		" read 'zw' atmark 0 opt 0",
+		NULL,
+	};
+	struct urg_log ref = { }, tst = { };
+
+	so_oobinline_run(c, VT_FAMILY_INET, &ref);
+	if (so_oobinline_run(c, c->family, &tst))
+		urg_compare(c, "SO_OOBINLINE", &ref, &tst, want);
+}
+
 static void visock_tcp_fallback(struct vt_ctx *c)
 {
 	unsigned int mode, reason;
@@ -2350,6 +2566,7 @@ static const struct vt_test tests[] = {
 	T(msg_nosignal_epipe, 0),
 	T(sigpipe, 0),
 	T(msg_oob, 0),
+	T(so_oobinline, 0),
 	T(so_rcvtimeo, 0),
 	T(so_sndtimeo, 120),
 	T(so_rcvlowat, 0),
