@@ -460,6 +460,8 @@ static u8 visock_hs_peer_reason(u32 reason)
 		return VISOCK_FB_AUTH_MISSING;
 	case VISOCK_FB_XFORM_REQUIRED:
 		return VISOCK_FB_XFORM_REQUIRED;
+	case VISOCK_FB_XFORM_MEM:
+		return VISOCK_FB_XFORM_MEM;
 	default:
 		return VISOCK_FB_PEER_DECLINE;
 	}
@@ -474,6 +476,8 @@ u8 visock_hs_vc_reason(int err)
 		return VISOCK_FB_NOMEM;
 	case -ENOBUFS:
 		return VISOCK_FB_BUF_EXHAUSTED;
+	case -ENOSPC:
+		return VISOCK_FB_XFORM_MEM;
 	case -EBUSY:
 	case -EINPROGRESS:
 		return VISOCK_FB_LINK_BUSY;

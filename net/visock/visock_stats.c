@@ -37,6 +37,7 @@ static const char * const visock_fb_names[__VISOCK_FB_MAX] = {
 	[VISOCK_FB_AUTH]		= "auth",
 	[VISOCK_FB_AUTH_MISSING]	= "auth_missing",
 	[VISOCK_FB_XFORM_REQUIRED]	= "xform_required",
+	[VISOCK_FB_XFORM_MEM]		= "xform_mem",
 };
 
 /**

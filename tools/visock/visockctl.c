@@ -565,7 +565,7 @@ static const char *const fb_names[] = {
 	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
 	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
 	"link_busy", "link_gone", "qp_limit", "auth", "auth_missing",
-	"xform_required",
+	"xform_required", "xform_mem",
 };
 
 static const char *fb_name(unsigned int r)

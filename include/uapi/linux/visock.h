@@ -260,6 +260,9 @@ enum visock_rdma_state {
  * @VISOCK_FB_XFORM_REQUIRED: a destination policy rule requires a
  *	transform pair and the handshake could not agree on it (no key,
  *	no authentication, or the server chose another pair or none)
+ * @VISOCK_FB_XFORM_MEM: the negotiated transform pair's state did not fit
+ *	the namespace's memory budget (net.visock.lgr_mem_max_mb), here or
+ *	at the peer
  * @__VISOCK_FB_MAX: one above the highest reason (VISOCK_FB_MAX)
  *
  * Values are stable ABI: they appear in getsockopt(), statistics and
@@ -288,6 +291,7 @@ enum visock_fallback_reason {
 	VISOCK_FB_AUTH = 19,
 	VISOCK_FB_AUTH_MISSING = 20,
 	VISOCK_FB_XFORM_REQUIRED = 21,
+	VISOCK_FB_XFORM_MEM = 22,
 	__VISOCK_FB_MAX,
 };
 
