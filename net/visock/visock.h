@@ -120,6 +120,8 @@
  * @lgr_mem: bytes of rings and of the queues of all QPs, against
  *	@lgr_mem_max_mb
  * @lgr_qp_mem: the queues' part of @lgr_mem
+ * @lgr_xform_mem: the part of @lgr_mem the connections' transform pairs
+ *	take (visock_lgr_xform_charge())
  * @lgr_qps_created: QPs created
  * @lgr_qps_destroyed: QPs destroyed
  * @lgr_reused: connections that joined an existing QP
@@ -193,6 +195,7 @@ struct visock_net {
 	wait_queue_head_t lgr_wq;
 	atomic64_t lgr_mem;
 	atomic64_t lgr_qp_mem;
+	atomic64_t lgr_xform_mem;
 	atomic64_t lgr_qps_created;
 	atomic64_t lgr_qps_destroyed;
 	atomic64_t lgr_reused;

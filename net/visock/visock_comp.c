@@ -17,12 +17,25 @@
  * transform and its request are allocated in process context; the
  * request is the only memory of ours the crypto API allocates with the
  * caller's flags.
+ *
+ * None of it is charged to a memory cgroup: crypto_alloc_acomp() and
+ * acomp_request_alloc() take no allocation flags, and the generic
+ * implementations allocate their workspaces (with the request, through
+ * the synchronous wrapper) with plain GFP_KERNEL.  What a compressor
+ * takes is therefore estimated up front (visock_comp_mem()) for the
+ * namespace's memory budget: the workspaces the library needs for the
+ * crypto API's default level, which is what its implementation
+ * allocates, and an allowance for the transform and request objects.
  */
 
 #include <crypto/acompress.h>
 #include <linux/err.h>
+#include <linux/kconfig.h>
+#include <linux/lz4.h>
 #include <linux/scatterlist.h>
+#include <linux/sizes.h>
 #include <linux/string.h>
+#include <linux/zstd.h>
 
 #include "visock_comp.h"
 
@@ -36,6 +49,56 @@
 bool visock_comp_has(const char *alg)
 {
 	return crypto_has_acomp(alg, 0, 0) > 0;
+}
+
+/* The level the crypto API's zstd compresses at (its default). */
+#define VISOCK_COMP_ZSTD_LEVEL	3
+/*
+ * The acomp transform and its request, and for an unknown algorithm its
+ * context: an allowance, the crypto API does not tell their sizes.
+ */
+#define VISOCK_COMP_OBJS	SZ_4K
+
+/* Compression and decompression workspaces of a zstd compressor. */
+static size_t visock_comp_zstd_ws(void)
+{
+/*
+ * Only a library built into the kernel is asked: calling one built as a
+ * module would make this module need it loaded first, even on hosts
+ * that never compress.
+ */
+#if IS_BUILTIN(CONFIG_ZSTD_COMPRESS) && IS_BUILTIN(CONFIG_ZSTD_DECOMPRESS)
+	zstd_parameters p = zstd_get_params(VISOCK_COMP_ZSTD_LEVEL, 0);
+
+	return zstd_cctx_workspace_bound(&p.cParams) +
+	       zstd_dctx_workspace_bound();
+#else
+	return VISOCK_COMP_ZSTD_WS;
+#endif
+}
+
+/**
+ * visock_comp_mem() - memory one compressor of an algorithm takes
+ * @alg: acomp algorithm name, e.g. "zstd"
+ *
+ * An estimate made before the compressor is set up: its workspaces as
+ * the library bounds them (LZ4's compression state; zstd's compression
+ * and decompression workspaces at the crypto API's default level, or
+ * VISOCK_COMP_ZSTD_WS where the zstd library is a module), plus an
+ * allowance for the transform and request objects.  An algorithm of
+ * unknown needs gets the larger of the two workspaces.
+ *
+ * Context: any context.
+ * Return: bytes, never 0.
+ */
+size_t visock_comp_mem(const char *alg)
+{
+	if (!strcmp(alg, "lz4"))
+		return LZ4_MEM_COMPRESS + VISOCK_COMP_OBJS;
+	if (!strcmp(alg, "zstd"))
+		return visock_comp_zstd_ws() + VISOCK_COMP_OBJS;
+	return max_t(size_t, visock_comp_zstd_ws(), LZ4_MEM_COMPRESS) +
+	       VISOCK_COMP_OBJS;
 }
 
 /**

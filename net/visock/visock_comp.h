@@ -12,6 +12,13 @@
 #include <linux/crypto.h>
 #include <linux/types.h>
 
+/*
+ * Both workspaces of a zstd compressor at the crypto API's default level
+ * when the library is not built into the kernel and cannot be asked:
+ * more than its bound (about 1.3 MiB).
+ */
+#define VISOCK_COMP_ZSTD_WS	(3U << 19)
+
 struct crypto_acomp;
 struct acomp_req;
 
@@ -26,6 +33,7 @@ struct visock_comp {
 };
 
 bool visock_comp_has(const char *alg);
+size_t visock_comp_mem(const char *alg);
 int visock_comp_driver(const char *alg, char *driver, size_t len);
 int visock_comp_init(struct visock_comp *c, const char *alg);
 void visock_comp_destroy(struct visock_comp *c);

@@ -40,7 +40,10 @@
  * all, counting every QP until it is freed (visock_lgr_qp_allowed()),
  * and the estimated memory of their queues counts against
  * net.visock.lgr_mem_max_mb together with the rings: a peer that makes
- * us create QPs and then lets them die cannot pile them up.
+ * us create QPs and then lets them die cannot pile them up.  So does the
+ * state of every connection's transform pair (visock_lgr_xform_charge()):
+ * its AEADs, record buffers and compressor are allocated per connection
+ * whoever asked for them, a peer included.
  *
  * struct visock_vc is one connection's share of a QP: a token (slot
  * index plus random bits) the peer puts in its messages, a receive ring
@@ -946,6 +949,7 @@ void visock_lgr_net_init(struct net *net)
 	init_waitqueue_head(&vn->lgr_wq);
 	atomic64_set(&vn->lgr_mem, 0);
 	atomic64_set(&vn->lgr_qp_mem, 0);
+	atomic64_set(&vn->lgr_xform_mem, 0);
 }
 
 /**
@@ -1021,6 +1025,51 @@ void visock_lgr_gauges(struct net *net, struct visock_gauges *g)
 	g->lgr_stale = atomic64_read(&vn->lgr_stale);
 	g->qps_alive = atomic_read(&vn->lgr_qps_alive);
 	g->qp_bytes = atomic64_read(&vn->lgr_qp_mem);
+	g->xform_bytes = atomic64_read(&vn->lgr_xform_mem);
 	g->reg_bytes = atomic64_read(&vn->lgr_mem);
 	g->reg_bytes -= min(g->reg_bytes, g->qp_bytes);
+	g->reg_bytes -= min(g->reg_bytes, g->xform_bytes);
+}
+
+/**
+ * visock_lgr_xform_charge() - charge a connection's transform state
+ * @net: the connection's namespace
+ * @bytes: what its transform pair's state takes
+ *	(visock_dp_rec_init())
+ *
+ * Counted in the namespace's memory budget (net.visock.lgr_mem_max_mb)
+ * with the rings and the QPs' queues, and shown on its own
+ * (/proc/net/visock xform_bytes).  Never forced: a charge that does not
+ * fit is refused, and nothing is given up to make room for it (pooled
+ * rings are only given up for rings).
+ *
+ * Context: any context.
+ * Return: 0, or -ENOSPC if @bytes do not fit the budget.
+ */
+int visock_lgr_xform_charge(struct net *net, u64 bytes)
+{
+	struct visock_net *vn = visock_net(net);
+	u64 max = (u64)READ_ONCE(vn->lgr_mem_max_mb) << 20;
+
+	if (atomic64_add_return(bytes, &vn->lgr_mem) > max) {
+		atomic64_sub(bytes, &vn->lgr_mem);
+		return -ENOSPC;
+	}
+	atomic64_add(bytes, &vn->lgr_xform_mem);
+	return 0;
+}
+
+/**
+ * visock_lgr_xform_uncharge() - return what visock_lgr_xform_charge() took
+ * @net: the namespace it was charged to
+ * @bytes: the same bytes
+ *
+ * Context: any context.
+ */
+void visock_lgr_xform_uncharge(struct net *net, u64 bytes)
+{
+	struct visock_net *vn = visock_net(net);
+
+	atomic64_sub(bytes, &vn->lgr_xform_mem);
+	atomic64_sub(bytes, &vn->lgr_mem);
 }

@@ -389,6 +389,8 @@ struct visock_gauges;
 void visock_lgr_net_init(struct net *net);
 void visock_lgr_net_exit(struct net *net);
 void visock_lgr_gauges(struct net *net, struct visock_gauges *g);
+int visock_lgr_xform_charge(struct net *net, u64 bytes);
+void visock_lgr_xform_uncharge(struct net *net, u64 bytes);
 bool visock_lgr_peer_up(struct net *net, const struct sockaddr *peer,
 			int len);
 void visock_lgr_unpick(struct visock_qp *q, bool put);

@@ -62,6 +62,7 @@ static int visock_proc_show(struct seq_file *seq, void *v)
 	seq_printf(seq, "registered_bytes %llu\n", g.reg_bytes);
 	seq_printf(seq, "qps_alive %llu\n", g.qps_alive);
 	seq_printf(seq, "qp_queue_bytes %llu\n", g.qp_bytes);
+	seq_printf(seq, "xform_bytes %llu\n", g.xform_bytes);
 	seq_printf(seq, "lgr_connections %llu\n", g.lgr_conns);
 	seq_printf(seq, "lgr_lingering %llu\n", g.lgr_lingering);
 	seq_printf(seq, "lgr_qps_created %lld\n",

@@ -50,6 +50,16 @@
  * transforms are the crypto API's, which allocates them uncharged (a
  * Zstandard compressor's workspaces are the larger part of a compressing
  * connection's memory).
+ *
+ * All of it, the crypto API's part included, counts in the namespace's
+ * memory budget (net.visock.lgr_mem_max_mb) while the connection holds
+ * it: what was allocated is measured, the compressor (whose workspaces
+ * may be a megabyte or more) is estimated and charged before it is set
+ * up.  When the budget has no room the connection does not get its
+ * pair: the setup fails with -ENOSPC and the connection stays on TCP
+ * (VISOCK_FB_XFORM_MEM), whether or not the pair was required.  The
+ * charge goes back in visock_dp_rec_free(), which every end of the
+ * connection goes through.
  */
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -57,6 +67,7 @@
 
 #include "visock_rdma.h"
 #include "visock_auth.h"
+#include "visock_lgr.h"
 #include "visock_mem.h"
 #include "visock_debugfs.h"
 #include "visock_comp.h"
@@ -80,6 +91,7 @@
  * @failed: a record did not open: none is opened again (lock_sock())
  * @compressed: records sealed with a compressed payload
  * @decompressed: records opened with a compressed payload
+ * @mem: bytes charged to the namespace's memory budget (0: none yet)
  */
 struct visock_dp_rec {
 	struct visock_rec_ctx tx;
@@ -97,6 +109,7 @@ struct visock_dp_rec {
 	bool failed;
 	u64 compressed;
 	u64 decompressed;
+	u64 mem;
 };
 
 /* Largest payload of a record in a ring of @ring bytes. */
@@ -105,7 +118,26 @@ static u32 visock_dp_rec_max(u32 ring, unsigned int overhead)
 	return min(VISOCK_DP_REC_PAYLOAD, ring / 4 - overhead);
 }
 
-/* Both directions and their buffers, in the current memory cgroup. */
+/*
+ * What @r takes once its compressor (if @xf has one) is set up: its
+ * objects as allocated, the compressor as estimated.
+ */
+static u64 visock_dp_rec_mem(const struct visock_dp_rec *r,
+			     const struct visock_xform_info *xf)
+{
+	u64 n = ksize(r) + visock_rec_mem(&r->tx) + visock_rec_mem(&r->rx) +
+		ksize(r->tx_stage) + ksize(r->rx_stage) + ksize(r->rx_plain);
+
+	if (xf->comp)
+		n += ksize(r->tx_comp) + ksize(r->rx_comp) +
+		     visock_comp_mem(xf->comp);
+	return n;
+}
+
+/*
+ * Both directions and their buffers, in the current memory cgroup, and
+ * charged to the namespace's budget.
+ */
 static int visock_dp_rec_alloc(struct visock_dp *dp,
 			       const struct visock_auth_conn *a,
 			       const struct visock_xform_info *xf, bool server)
@@ -113,7 +145,7 @@ static int visock_dp_rec_alloc(struct visock_dp *dp,
 	unsigned int ovh = VISOCK_REC_HDR_LEN + xf->tag_size;
 	unsigned int txd, rxd;
 	struct visock_dp_rec *r;
-	u64 limit;
+	u64 limit, mem;
 	int err;
 
 	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
@@ -147,6 +179,14 @@ static int visock_dp_rec_alloc(struct visock_dp *dp,
 		r->rx_comp = kmalloc(r->rx.max_payload, GFP_KERNEL_ACCOUNT);
 		if (!r->tx_comp || !r->rx_comp)
 			goto err;
+	}
+	/* Before the compressor: its workspaces are the large part. */
+	mem = visock_dp_rec_mem(r, xf);
+	err = visock_lgr_xform_charge(sock_net(&dp->vsk->sk), mem);
+	if (err)
+		goto err;
+	r->mem = mem;
+	if (xf->comp) {
 		err = visock_comp_init(&r->comp, xf->comp);
 		if (err)
 			goto err;
@@ -169,11 +209,13 @@ err:
  * @server: this end is the server (it seals with the server's key)
  *
  * The records' state and buffers are charged to the memory cgroup of
- * @dp's socket, whichever task sets them up.
+ * @dp's socket, whichever task sets them up; all of the pair's state,
+ * the crypto API's included, to the namespace's memory budget.
  *
  * Context: process context, under lock_sock(); may sleep.
  * Return: 0 (also when no transform was negotiated: nothing to do),
- * -ENOMEM, or an error of the crypto API.
+ * -ENOMEM, -ENOSPC if the pair's state does not fit the namespace's
+ * memory budget, or an error of the crypto API.
  */
 int visock_dp_rec_init(struct visock_dp *dp, struct visock_auth_conn *a,
 		       bool server)
@@ -210,6 +252,8 @@ void visock_dp_rec_free(struct visock_dp *dp)
 	if (!r)
 		return;
 	dp->rec = NULL;
+	if (r->mem)
+		visock_lgr_xform_uncharge(sock_net(&dp->vsk->sk), r->mem);
 	visock_rec_destroy(&r->tx);
 	visock_rec_destroy(&r->rx);
 	visock_comp_destroy(&r->comp);

@@ -32,6 +32,7 @@
 #include <linux/err.h>
 #include <linux/kernel.h>
 #include <linux/scatterlist.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -248,6 +249,38 @@ void visock_rec_destroy(struct visock_rec_ctx *c)
 	visock_xform_free(c->aead);
 	kfree_sensitive(c->s);
 	memzero_explicit(c, sizeof(*c));
+}
+
+/*
+ * What an AEAD implementation may allocate beside its transform, which
+ * the crypto API does not tell: a template's inner transforms (gcm's
+ * CTR and GHASH), a SIMD wrapper's asynchronous one.
+ */
+#define VISOCK_REC_AEAD_INNER	SZ_2K
+
+/**
+ * visock_rec_mem() - memory a set-up direction takes
+ * @c: the direction, set up with visock_rec_init(), or destroyed (0)
+ *
+ * Measured where it can be: the slab objects of the direction's buffers,
+ * its AEAD transform (its context included: the crypto API allocates
+ * both as one object) and its request; plus VISOCK_REC_AEAD_INNER for
+ * what the implementation allocates beside them.
+ *
+ * Context: any context.
+ * Return: bytes.
+ */
+size_t visock_rec_mem(const struct visock_rec_ctx *c)
+{
+	size_t n = 0;
+
+	if (c->s)
+		n += ksize(c->s);
+	if (c->aead)
+		n += ksize(c->aead) + VISOCK_REC_AEAD_INNER;
+	if (c->req)
+		n += ksize(c->req);
+	return n;
 }
 
 /**

@@ -117,6 +117,7 @@ int visock_rec_init(struct visock_rec_ctx *c, unsigned int xform,
 void visock_rec_rekey_setup(struct visock_rec_ctx *c, u64 limit,
 			    const u8 *secret);
 void visock_rec_destroy(struct visock_rec_ctx *c);
+size_t visock_rec_mem(const struct visock_rec_ctx *c);
 unsigned int visock_rec_overhead(const struct visock_rec_ctx *c);
 int visock_rec_seal(struct visock_rec_ctx *c, u8 flags,
 		    struct scatterlist *src, unsigned int src_nents,

@@ -87,6 +87,8 @@ struct visock_totals {
  * @qps_alive: queue pairs not freed yet, listed or not (what the QP
  *	caps count)
  * @qp_bytes: estimated memory of their queues (visock_qp_mem_estimate())
+ * @xform_bytes: memory of the connections' transform pairs, charged to
+ *	the same budget (visock_lgr_xform_charge())
  * @lgr_conns: connections attached to them
  * @lgr_lingering: closed connections still holding a place on them (the
  *	peer's closed or abort flag has not arrived)
@@ -105,6 +107,7 @@ struct visock_gauges {
 	u64 reg_bytes;
 	u64 qps_alive;
 	u64 qp_bytes;
+	u64 xform_bytes;
 	u64 lgr_conns;
 	u64 lgr_lingering;
 	u64 lgr_stale;
