@@ -155,7 +155,7 @@ const char *const hu_fb_names[HU_NFB] = {
 	"version", "bad_msg", "timeout", "nomem", "peer_decline", "qp_setup",
 	"buf_exhausted", "device_gone", "syncookie", "io", "policy",
 	"link_busy", "link_gone", "qp_limit", "auth", "auth_missing",
-	"xform_required",
+	"xform_required", "xform_mem",
 };
 
 void hu_fb_snap(long long *v)

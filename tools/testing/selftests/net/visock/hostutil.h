@@ -48,7 +48,7 @@ long long hu_proc_wait_ge(const char *name, long long want, int ms);
 
 /* Fallback reasons by value, as in /proc/net/visock (fallback_<name>). */
 extern const char *const hu_fb_names[];
-#define HU_NFB	22
+#define HU_NFB	23
 /* The fallback counters, v[1..HU_NFB-1] (fails the test if absent). */
 void hu_fb_snap(long long *v);
 

@@ -1468,6 +1468,7 @@ enum { LT_VICTIM = 1, LT_CARRIER = 2 };
 /* Sysctls the tests change, as the program found them (-1: unknown). */
 static struct hu_saved_sysctl lt_saved[] = {
 	{ "lazy_bytes", -1 }, { "enable", -1 }, { "lgr_idle_ms", -1 },
+	{ "lgr_mem_max_mb", -1 },
 };
 
 static long long lt_wait_injected(const char *point, long long want)
@@ -4332,6 +4333,99 @@ static void memcg_records(struct vt_ctx *c)
 		close(lfd);
 }
 
+/*
+ * xform_mem_budget  same key, auth 1, both hosts zstd-gcm-aes-128; the
+ *                   client's net.visock.lgr_mem_max_mb is XM_BUDGET_MB.
+ *                   XM_CONNS connections opened and held, each echoing
+ *                   256 KiB: the first gets the pair on RDMA, and once
+ *                   the pair's state (a zstd compressor's workspaces,
+ *                   about a megabyte) no longer fits, that connection and
+ *                   every later one stay on TCP with reason XFORM_MEM on
+ *                   both ends, counted in fallback_xform_mem; at least
+ *                   one is refused.  While they are held the client's
+ *                   xform_bytes grew, and the budget's reading stayed
+ *                   within it; once all are closed xform_bytes is back
+ *                   where it started on both hosts.
+ */
+#define XF_ZSTD		7
+#define XM_BUDGET_MB	4
+#define XM_CONNS	6
+
+static void xform_mem_budget(struct vt_ctx *c)
+{
+	const char *side = vt_is_client(c) ? "client" : "server";
+	long long x0, fb0, x, used;
+	int fd[XM_CONNS], i, paired = 0, refused = 0;
+	struct visock_info vi;
+	char what[64];
+
+	hu_need_rdma(c);
+	psk_clear();
+	psk_add(1, "fleet-a", PSK_A);
+	hu_sysctl_set("auth", 1);
+	hu_sysctl_set("transform", XF_ZSTD);
+	if (vt_is_client(c))
+		hu_sysctl_set("lgr_mem_max_mb", XM_BUDGET_MB);
+	/* Counters read with hu_proc() once the behaviour is checked. */
+	x0 = hu_proc_get("xform_bytes");
+	fb0 = hu_proc_get("fallback_xform_mem");
+	for (i = 0; i < XM_CONNS; i++) {
+		fd[i] = psk_connect(c);
+		hu_get_info(fd[i], &vi);
+		x = hu_proc_get("xform_bytes");
+		vt_diag("%s, connection %d: mode %u, transform %u, reason %s",
+			side, i, vi.vi_mode, vi.vi_xform,
+			hu_fb_name(vi.vi_fallback_reason));
+		vt_diag("%s, connection %d: xform_bytes %lld", side, i, x);
+		snprintf(what, sizeof(what), "%s, connection %d", side, i);
+		if (vi.vi_mode == VISOCK_MODE_RDMA) {
+			vt_assert(!refused,
+				  "%s: on RDMA after an earlier one was refused",
+				  what);
+			xform_expect(fd[i], XF_ZSTD, what);
+			paired++;
+		} else {
+			psk_expect_fallback(fd[i], VISOCK_FB_XFORM_MEM, what);
+			refused++;
+		}
+	}
+	vt_diag("%s: %d connections with the pair, %d refused", side,
+		paired, refused);
+	vt_diag("%s: fallback_xform_mem %lld -> %lld", side, fb0,
+		hu_proc_get("fallback_xform_mem"));
+	vt_assert(paired >= 1, "%s: no connection got the pair", side);
+	vt_assert(refused >= 1,
+		  "%s: all %d connections got the pair within %d MiB",
+		  side, XM_CONNS, XM_BUDGET_MB);
+	vt_assert(x0 >= 0 && fb0 >= 0,
+		  "%s: no xform_bytes or fallback_xform_mem", side);
+	vt_assert(hu_proc("fallback_xform_mem") >= fb0 + refused,
+		  "%s: fallback_xform_mem did not count %d", side, refused);
+	if (vt_is_client(c)) {
+		x = hu_proc("xform_bytes");
+		used = hu_proc("registered_bytes") + hu_proc("qp_queue_bytes") +
+		       x;
+		vt_diag("client: xform_bytes %lld (%lld a connection)",
+			x, (x - x0) / paired);
+		vt_diag("client: budget in use %lld of %d MiB", used,
+			XM_BUDGET_MB);
+		vt_assert(x > x0, "client: xform_bytes did not grow (%lld)",
+			  x);
+		vt_assert(used <= (long long)XM_BUDGET_MB << 20,
+			  "client: %lld bytes in use, over the %d MiB budget",
+			  used, XM_BUDGET_MB);
+	}
+	vt_sync(c, "counted");
+	for (i = 0; i < XM_CONNS; i++)
+		close(fd[i]);
+	x = hu_proc_wait("xform_bytes", x0, 30000);
+	vt_diag("%s: all closed: xform_bytes %lld, baseline %lld", side, x,
+		x0);
+	vt_assert(x == x0, "%s: xform_bytes %lld after all closed, was %lld",
+		  side, x, x0);
+	vt_sync(c, "checked");
+}
+
 /* ---- xform_no_lazy: a transform is never skipped by a lazy start ---- */
 
 /*
@@ -4620,6 +4714,8 @@ static const struct vt_test tests[] = {
 	  "a server requires a transform: clients without it stay on TCP"),
 	T(xform_require_comp_gmac, 300,
 	  "compression without encryption never meets a required AEAD"),
+	T(xform_mem_budget, 600,
+	  "a pair's state counts in lgr_mem_max_mb: beyond it, TCP (XFORM_MEM)"),
 	T(xform_rekey, 900,
 	  "every transform, 64 records a key: keys change, the stream is intact"),
 	T(xform_rekey_late, 300,
