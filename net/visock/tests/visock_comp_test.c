@@ -4,12 +4,16 @@
  * of compressed records (visock_record.c with a compressing pair).
  */
 
+#include <crypto/aead.h>
 #include <kunit/test.h>
+#include <linux/lz4.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/visock.h>
+#include <linux/zstd.h>
 
 #include "../visock_comp.h"
 #include "../visock_record.h"
@@ -255,12 +259,56 @@ static void comp_unknown_test(struct kunit *test)
 	KUNIT_EXPECT_GT(test, strlen(drv), 0);
 }
 
+/*
+ * What the namespace's budget is charged for a compressor and for one
+ * direction of records: at least what the compression libraries bound
+ * their workspaces by (zstd at the crypto API's default level, 3, also
+ * the fixed estimate used where zstd is a module), and
+ * at least the AEAD transform, its context, its request and the
+ * direction's buffers; nothing for a direction destroyed.
+ */
+static void comp_mem_test(struct kunit *test)
+{
+	zstd_parameters p = zstd_get_params(3, 0);
+	struct rec_fix *f = test->priv;
+	struct crypto_aead *aead;
+	size_t zws, least;
+	unsigned int x;
+
+	zws = zstd_cctx_workspace_bound(&p.cParams) +
+	      zstd_dctx_workspace_bound();
+	kunit_info(test, "zstd workspaces %zu, charged %zu; lz4 charged %zu",
+		   zws, visock_comp_mem("zstd"), visock_comp_mem("lz4"));
+	KUNIT_EXPECT_GE(test, visock_comp_mem("lz4"),
+			(size_t)LZ4_MEM_COMPRESS);
+	KUNIT_EXPECT_GE(test, visock_comp_mem("zstd"), zws);
+	/* What is charged where the library is a module, not asked. */
+	KUNIT_EXPECT_GE(test, (size_t)VISOCK_COMP_ZSTD_WS, zws);
+	/* What makes a compressing pair expensive: about a megabyte. */
+	KUNIT_EXPECT_GE(test, visock_comp_mem("zstd"), (size_t)SZ_512K);
+	KUNIT_EXPECT_GE(test, visock_comp_mem("visock-no-such-alg"), zws);
+	for (x = 1; x <= VISOCK_XFORM_MAX; x++) {
+		rec_setup(test, x);
+		aead = f->tx.aead;
+		least = sizeof(*aead) + crypto_aead_alg(aead)->base.cra_ctxsize +
+			sizeof(struct aead_request) + crypto_aead_reqsize(aead);
+		kunit_info(test, "%s: one direction charged %zu, at least %zu",
+			   visock_xform_name(x), visock_rec_mem(&f->tx), least);
+		KUNIT_EXPECT_GE(test, visock_rec_mem(&f->tx), least);
+		KUNIT_EXPECT_EQ(test, visock_rec_mem(&f->tx),
+				visock_rec_mem(&f->rx));
+	}
+	visock_rec_destroy(&f->tx);
+	KUNIT_EXPECT_EQ(test, visock_rec_mem(&f->tx), (size_t)0);
+}
+
 static struct kunit_case visock_comp_test_cases[] = {
 	KUNIT_CASE(comp_roundtrip_test),
 	KUNIT_CASE(comp_record_test),
 	KUNIT_CASE(comp_bomb_test),
 	KUNIT_CASE(comp_corrupt_test),
 	KUNIT_CASE(comp_unknown_test),
+	KUNIT_CASE(comp_mem_test),
 	{}
 };
 
